@@ -1,0 +1,134 @@
+"""Settings shared by every environment. Environment-specific modules import this and override."""
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from config.env import env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+DEBUG = False
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "raters",
+    "tournaments",
+    "leaderboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "config.errors.ApplicationErrorMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# The admin lives away from the default path so that scanners probing /admin/ find nothing.
+ADMIN_URL_PATH = env_str("DJANGO_ADMIN_PATH", "staff/admin/")
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+CSRF_FAILURE_VIEW = "config.views.csrf_failure"
+
+
+def redis_url_with_db(url: str, db: int) -> str:
+    """The same Redis server with another logical database, so cache and broker never share keys."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
+
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+# Celery: tasks take ids, are idempotent and may be delivered twice; a killed worker's task goes back
+# to the queue (acks_late + reject_on_worker_lost). The visibility timeout stays far above the longest
+# task so Redis never hands a running task to a second worker.
+CELERY_BROKER_URL = REDIS_URL
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 150
+CELERY_TASK_TIME_LIMIT = 180
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Generation is slow network I/O; ratings have one writer so votes apply in order.
+CELERY_TASK_ROUTES = {
+    "tournaments.tasks.*": {"queue": "llm"},
+    "leaderboard.tasks.*": {"queue": "ratings"},
+}
+CELERY_TASK_DEFAULT_QUEUE = "llm"
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-replies": {"task": "tournaments.tasks.reconcile_replies", "schedule": 60.0},
+    "reconcile-ratings": {"task": "leaderboard.tasks.reconcile_ratings", "schedule": 60.0},
+}
+
+# Populus settings.
+# Participant ids from panels are stored only as HMAC-SHA256 under this key.
+PANEL_ID_HMAC_KEY = ""
+# In embedded mode there is no Redis and no separate worker: tasks run in-process.
+POPULUS_EMBEDDED = False
+# A reply still "running" after this long is taken to belong to a dead worker and is retried.
+REPLY_STALE_AFTER_SECONDS = env_int("REPLY_STALE_AFTER_SECONDS", 300)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,33 @@
+"""Production: everything sensitive comes from the environment and start-up fails without it."""
+
+import dj_database_url
+
+from config.env import env_bool, env_int, env_str
+
+from .base import *
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY")
+PANEL_ID_HMAC_KEY = env_str("PANEL_ID_HMAC_KEY")
+
+DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL"), conn_max_age=60)}
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("CACHE_URL", redis_url_with_db(REDIS_URL, 1)),
+    }
+}
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+# Start HSTS short and raise it to a year once HTTPS is known to work everywhere.
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = True
+CSRF_COOKIE_SECURE = True
+CSRF_TRUSTED_ORIGINS = [f"https://{host}" for host in ALLOWED_HOSTS if not host.startswith(".")]

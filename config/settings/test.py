@@ -1,0 +1,24 @@
+"""Settings for the test suite: real PostgreSQL and real Redis at their usual local addresses."""
+
+import dj_database_url
+
+from config.env import env_str
+
+from .base import *
+
+# Fixed values for tests only; they protect nothing.
+SECRET_KEY = "test-only-key-not-used-anywhere-else-0123456789abcdefghijklmnopqrstuvwxyz"
+PANEL_ID_HMAC_KEY = "test-only-panel-key"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/populus"),
+    )
+}
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": redis_url_with_db(REDIS_URL, 1),
+    }
+}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

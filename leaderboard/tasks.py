@@ -1,0 +1,14 @@
+from celery import shared_task
+
+from leaderboard import services
+
+
+@shared_task
+def apply_votes(vote_id: int) -> int:
+    """Apply this vote, and any earlier one still waiting, on the single-writer `ratings` queue."""
+    return services.ratings_apply_pending(up_to_vote_id=vote_id)
+
+
+@shared_task
+def reconcile_ratings() -> int:
+    return services.ratings_apply_pending()

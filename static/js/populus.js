@@ -1,0 +1,21 @@
+// Small progressive enhancements. Every page works without this file.
+"use strict";
+
+// Keep htmx to same-origin requests and never let swapped content run scripts.
+document.addEventListener("DOMContentLoaded", () => {
+  if (window.htmx) {
+    htmx.config.selfRequestsOnly = true;
+    htmx.config.allowScriptTags = false;
+    htmx.config.allowEval = false;
+  }
+});
+
+// In the battle composer, Enter sends and Shift+Enter starts a new line.
+document.addEventListener("keydown", (event) => {
+  const field = event.target;
+  if (!(field instanceof HTMLTextAreaElement) || !field.closest("form.composer")) return;
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    if (field.value.trim()) field.form.requestSubmit();
+  }
+});

@@ -1,0 +1,60 @@
+from django.contrib import admin
+
+from tournaments.models import Battle, Dimension, LLMModel, Reply, Tournament, Turn, Vote, VoteChoice
+
+
+@admin.register(LLMModel)
+class LLMModelAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "maker", "provider", "api_model", "is_active"]
+    list_filter = ["provider", "is_active"]
+    prepopulated_fields = {"slug": ["name"]}
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "maker", "is_active"]}),
+        ("Endpoint", {"fields": ["provider", "base_url", "api_model", "api_key_env", "timeout_seconds"]}),
+        ("Generation", {"fields": ["system_prompt", "temperature", "max_tokens"]}),
+        ("Demo model", {"fields": ["demo_style"]}),
+    ]
+
+
+class DimensionInline(admin.TabularInline):
+    model = Dimension
+    extra = 0
+
+
+@admin.register(Tournament)
+class TournamentAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "min_turns", "max_turns", "max_message_chars"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["llm_models"]
+    inlines = [DimensionInline]
+
+
+class TurnInline(admin.TabularInline):
+    model = Turn
+    extra = 0
+    readonly_fields = ["index", "message", "created_at"]
+
+
+@admin.register(Battle)
+class BattleAdmin(admin.ModelAdmin):
+    list_display = ["public_id", "tournament", "model_a", "model_b", "state", "created_at"]
+    list_filter = ["tournament", "state"]
+    readonly_fields = ["public_id", "pair_probability", "created_at", "ended_at"]
+    inlines = [TurnInline]
+
+
+@admin.register(Reply)
+class ReplyAdmin(admin.ModelAdmin):
+    list_display = ["turn", "side", "state", "attempts", "error", "finished_at"]
+    list_filter = ["state"]
+
+
+class VoteChoiceInline(admin.TabularInline):
+    model = VoteChoice
+    extra = 0
+
+
+@admin.register(Vote)
+class VoteAdmin(admin.ModelAdmin):
+    list_display = ["battle", "created_at", "seconds_to_vote"]
+    inlines = [VoteChoiceInline]

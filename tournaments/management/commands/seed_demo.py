@@ -1,0 +1,48 @@
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from config.env import env_str
+from raters.models import Study
+from raters.services import groups_ensure_defaults
+from tournaments.services import demo_tournament_seed
+
+STAFF_USERNAME = "admin"
+
+
+class Command(BaseCommand):
+    help = "Seed the demo: 22 default groups, a demo tournament with four offline models, an open study, a staff account."
+
+    def handle(self, *args, **options):
+        created_groups = groups_ensure_defaults()
+        tournament = demo_tournament_seed()
+        Study.objects.get_or_create(
+            slug="demo",
+            defaults={"name": "Populus demo study", "tournament": tournament, "allows_open_entry": True},
+        )
+        password = self._staff_password()
+        self.stdout.write(
+            f"Demo ready: tournament '{tournament.name}' with {tournament.llm_models.count()} models, "
+            f"{tournament.dimensions.count()} dimensions, {created_groups} new groups.\n"
+            f"Staff login at /{settings.ADMIN_URL_PATH}  user: {STAFF_USERNAME}  password: {password}"
+        )
+
+    def _staff_password(self) -> str:
+        """The demo staff password: from DEMO_ADMIN_PASSWORD, else random and kept in var/ (git-ignored)
+        so it can be printed again on every start."""
+        path = settings.VAR_DIR / "demo_admin_password"
+        password = env_str("DEMO_ADMIN_PASSWORD", "")
+        if not password:
+            if not path.exists():
+                settings.VAR_DIR.mkdir(exist_ok=True)
+                path.write_text(secrets.token_urlsafe(12))
+                path.chmod(0o600)
+            password = path.read_text().strip()
+        user, _ = get_user_model().objects.get_or_create(username=STAFF_USERNAME)
+        if not user.check_password(password) or not (user.is_staff and user.is_superuser):
+            user.set_password(password)
+            user.is_staff = user.is_superuser = True
+            user.save()
+        return password

@@ -1,0 +1,200 @@
+import uuid
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import F, Q
+
+
+class LLMModel(models.Model):
+    """A model that can enter battles, with how to reach it.
+
+    API keys are never stored: `api_key_env` names the environment variable that holds the key.
+    """
+
+    class Provider(models.TextChoices):
+        OPENAI_COMPATIBLE = "openai", "OpenAI-compatible chat completions endpoint"
+        DEMO = "demo", "Built-in offline demo model"
+
+    class DemoStyle(models.TextChoices):
+        TERSE = "terse", "Terse"
+        VERBOSE = "verbose", "Verbose"
+        FORMAL = "formal", "Formal"
+        FRIENDLY = "friendly", "Friendly"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=120, help_text="Shown to raters only after they vote.")
+    maker = models.CharField(max_length=120, blank=True)
+    provider = models.CharField(max_length=10, choices=Provider.choices)
+    base_url = models.URLField(blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
+    api_model = models.CharField(max_length=200, blank=True, help_text="The model name the endpoint expects.")
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        validators=[RegexValidator(r"^[A-Z_][A-Z0-9_]*$", "Use an environment variable name like OPENAI_API_KEY.")],
+        help_text="Name of the environment variable holding the API key (leave blank for keyless endpoints).",
+    )
+    system_prompt = models.TextField(blank=True)
+    temperature = models.FloatField(default=0.7, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)])
+    max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1)])
+    timeout_seconds = models.PositiveIntegerField(default=120, validators=[MinValueValidator(1), MaxValueValidator(600)])
+    demo_style = models.CharField(max_length=10, choices=DemoStyle.choices, blank=True)
+    is_active = models.BooleanField(default=True, help_text="Inactive models are not matched into new battles.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LLM model"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(provider="demo", demo_style__gt="") | Q(provider="openai", base_url__gt="", api_model__gt=""),
+                name="llmmodel_provider_settings_complete",
+                violation_error_message="A demo model needs a style; an endpoint model needs a base URL and model name.",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Tournament(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    llm_models = models.ManyToManyField(LLMModel, related_name="tournaments", verbose_name="models")
+    min_turns = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
+    max_turns = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
+    max_message_chars = models.PositiveIntegerField(default=4000, validators=[MinValueValidator(1)])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(min_turns__gte=1, max_turns__gte=F("min_turns")), name="tournament_turn_limits_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Dimension(models.Model):
+    """One question of the vote, e.g. "Overall winner", with its own TrueSkill draw probability."""
+
+    tournament = models.ForeignKey(Tournament, on_delete=models.CASCADE, related_name="dimensions")
+    slug = models.SlugField(max_length=60)
+    name = models.CharField(max_length=120)
+    help_text = models.CharField(max_length=300, blank=True)
+    position = models.PositiveSmallIntegerField(default=0)
+    draw_probability = models.FloatField(
+        default=0.3,
+        validators=[MinValueValidator(0.0), MaxValueValidator(0.95)],
+        help_text="Share of ties expected on this dimension (about 0.10 for Overall, 0.65 for Trust).",
+    )
+
+    class Meta:
+        ordering = ["tournament", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["tournament", "slug"], name="dimension_unique_slug"),
+            models.CheckConstraint(
+                condition=Q(draw_probability__gte=0, draw_probability__lt=1), name="dimension_draw_probability_range"
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Battle(models.Model):
+    class State(models.TextChoices):
+        ACTIVE = "active", "Active"
+        VOTED = "voted", "Voted"
+        VOID = "void", "Void"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    tournament = models.ForeignKey(Tournament, on_delete=models.PROTECT, related_name="battles")
+    rater = models.ForeignKey("raters.Rater", on_delete=models.PROTECT, related_name="battles")
+    model_a = models.ForeignKey(LLMModel, on_delete=models.PROTECT, related_name="+")
+    model_b = models.ForeignKey(LLMModel, on_delete=models.PROTECT, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.ACTIVE)
+    # Probability with which this ordered pair was drawn, for inverse-probability weighting later.
+    pair_probability = models.FloatField()
+    void_reason = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=~Q(model_a=F("model_b")), name="battle_two_different_models"),
+            models.CheckConstraint(
+                condition=Q(pair_probability__gt=0, pair_probability__lte=1), name="battle_pair_probability_range"
+            ),
+            # At most one battle in progress per rater: a double click on "next battle" cannot open two.
+            models.UniqueConstraint(fields=["rater"], condition=Q(state="active"), name="battle_one_active_per_rater"),
+        ]
+
+    def __str__(self):
+        return f"Battle {self.public_id}"
+
+
+class Turn(models.Model):
+    battle = models.ForeignKey(Battle, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveSmallIntegerField()
+    message = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["battle", "index"]
+        constraints = [models.UniqueConstraint(fields=["battle", "index"], name="turn_unique_index")]
+
+
+class Side(models.TextChoices):
+    A = "a", "Model A"
+    B = "b", "Model B"
+
+
+class Reply(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="replies")
+    side = models.CharField(max_length=1, choices=Side.choices)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    content = models.TextField(blank=True)
+    # Internal diagnosis for staff; never shown to raters, since it can name the provider.
+    error = models.CharField(max_length=300, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "replies"
+        ordering = ["turn", "side"]
+        constraints = [models.UniqueConstraint(fields=["turn", "side"], name="reply_one_per_side")]
+
+
+class Outcome(models.TextChoices):
+    A = "a", "Model A is better"
+    B = "b", "Model B is better"
+    TIE = "tie", "Tie"
+
+
+class Vote(models.Model):
+    battle = models.OneToOneField(Battle, on_delete=models.PROTECT, related_name="vote")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Seconds from the last reply being shown to the vote, kept for quality control.
+    seconds_to_vote = models.FloatField(null=True)
+
+    def __str__(self):
+        return f"Vote on {self.battle}"
+
+
+class VoteChoice(models.Model):
+    vote = models.ForeignKey(Vote, on_delete=models.CASCADE, related_name="choices")
+    dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="+")
+    outcome = models.CharField(max_length=3, choices=Outcome.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["vote", "dimension"], name="votechoice_one_per_dimension")]

@@ -1,0 +1,95 @@
+import uuid
+from dataclasses import dataclass
+
+from config.errors import NotFound
+from raters.models import Rater
+from tournaments.models import Battle, Dimension, Outcome, Reply, Side
+
+
+@dataclass(frozen=True)
+class TurnView:
+    index: int
+    message: str
+    # Both replies are shown together once both are done, so reply speed cannot hint at which model is which.
+    reply_a: str | None
+    reply_b: str | None
+
+    @property
+    def waiting(self) -> bool:
+        return self.reply_a is None
+
+
+@dataclass(frozen=True)
+class BattleView:
+    battle: Battle
+    turns: list[TurnView]
+    dimensions: list[Dimension]
+
+    @property
+    def turns_done(self) -> int:
+        return sum(not t.waiting for t in self.turns)
+
+    @property
+    def waiting(self) -> bool:
+        return any(t.waiting for t in self.turns)
+
+    @property
+    def is_void(self) -> bool:
+        return self.battle.state == Battle.State.VOID
+
+    @property
+    def turns_to_unlock(self) -> int:
+        return max(0, self.battle.tournament.min_turns - self.turns_done)
+
+    @property
+    def can_vote(self) -> bool:
+        return not self.is_void and not self.waiting and self.turns_to_unlock == 0
+
+    @property
+    def can_send(self) -> bool:
+        return not self.is_void and not self.waiting and len(self.turns) < self.battle.tournament.max_turns
+
+
+@dataclass(frozen=True)
+class RevealRow:
+    dimension: str
+    outcome: str
+    winner: str
+
+
+def battle_for_rater(*, rater: Rater, public_id: uuid.UUID) -> Battle:
+    """The rater's own battle. Another rater's battle is indistinguishable from one that does not exist."""
+    battle = Battle.objects.select_related("tournament").filter(public_id=public_id, rater=rater).first()
+    if battle is None:
+        raise NotFound("There is no such battle in your session.")
+    return battle
+
+
+def battle_view(*, battle: Battle) -> BattleView:
+    replies = Reply.objects.filter(turn__battle=battle).select_related("turn").order_by("turn__index", "side")
+    by_turn: dict[int, dict] = {}
+    for reply in replies:
+        entry = by_turn.setdefault(reply.turn.index, {"message": reply.turn.message})
+        entry[reply.side] = reply
+    turns = []
+    for index, entry in sorted(by_turn.items()):
+        both_done = all(entry[side].state == Reply.State.DONE for side in Side.values)
+        turns.append(
+            TurnView(
+                index=index,
+                message=entry["message"],
+                reply_a=entry[Side.A].content if both_done else None,
+                reply_b=entry[Side.B].content if both_done else None,
+            )
+        )
+    return BattleView(battle=battle, turns=turns, dimensions=list(battle.tournament.dimensions.order_by("position")))
+
+
+def battle_reveal(*, battle: Battle) -> list[RevealRow]:
+    """What the rater chose on each dimension, with the models' names, for the page after the vote."""
+    names = {Outcome.A: battle.model_a.name, Outcome.B: battle.model_b.name, Outcome.TIE: "Tie"}
+    choices = battle.vote.choices.select_related("dimension").order_by("dimension__position")
+    return [
+        RevealRow(dimension=c.dimension.name, outcome=Outcome(c.outcome).label, winner=names[c.outcome])
+        for c in choices
+    ]

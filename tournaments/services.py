@@ -1,0 +1,273 @@
+import os
+import secrets
+from collections.abc import Mapping
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from config.errors import Conflict, InvalidInput
+from raters.models import Rater
+from tournaments.defaults import DEFAULT_DIMENSIONS
+from tournaments.models import Battle, Dimension, LLMModel, Outcome, Reply, Side, Tournament, Turn, Vote, VoteChoice
+from tournaments.providers import ChatMessage, ProviderConfig, ProviderError, complete
+
+# Positions and pairs must be unpredictable to raters, so they come from the OS's random source.
+_random = secrets.SystemRandom()
+
+MAX_REPLY_ATTEMPTS = 3
+
+
+def battle_start(*, rater: Rater) -> Battle:
+    """The rater's battle in progress, or a new one between two randomly placed models."""
+    current = Battle.objects.filter(rater=rater, state=Battle.State.ACTIVE).first()
+    if current:
+        return current
+    tournament = rater.study.tournament
+    models = list(tournament.llm_models.filter(is_active=True).order_by("pk"))
+    if len(models) < 2:
+        raise Conflict("No battle can start right now: fewer than two models are available. Please try later.")
+    seen = set(
+        Battle.objects.filter(rater=rater).values_list("model_a_id", "model_b_id"),
+    )
+    model_a, model_b, probability = _draw_pair(models, seen_pairs={frozenset(p) for p in seen})
+    try:
+        with transaction.atomic():
+            return Battle.objects.create(
+                tournament=tournament, rater=rater, model_a=model_a, model_b=model_b, pair_probability=probability
+            )
+    except IntegrityError:
+        # Two clicks raced; the database let only one active battle exist.
+        return Battle.objects.get(rater=rater, state=Battle.State.ACTIVE)
+
+
+def _draw_pair(models: list[LLMModel], *, seen_pairs: set[frozenset]) -> tuple[LLMModel, LLMModel, float]:
+    """A uniformly random pair the rater has not met yet (any pair once all are met), in random order.
+
+    Returns the probability of drawing this ordered pair. The matchmaker will replace the uniform draw.
+    """
+    pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1 :]]
+    fresh = [p for p in pairs if frozenset((p[0].pk, p[1].pk)) not in seen_pairs] or pairs
+    first, second = _random.choice(fresh)
+    if _random.random() < 0.5:
+        first, second = second, first
+    return first, second, 1 / (2 * len(fresh))
+
+
+def turn_submit(*, battle: Battle, message: str) -> Turn:
+    """Send the rater's message to both models: one turn, two pending replies, two generation tasks."""
+    from tournaments.tasks import generate_reply
+
+    tournament = battle.tournament
+    if not message.strip():
+        raise InvalidInput("Please type a message first.")
+    if len(message) > tournament.max_message_chars:
+        raise InvalidInput(
+            f"Message too long ({len(message):,} characters; the limit is {tournament.max_message_chars:,})."
+        )
+    with transaction.atomic():
+        battle = Battle.objects.select_for_update().get(pk=battle.pk)
+        if battle.state != Battle.State.ACTIVE:
+            raise Conflict("This battle has ended; no more messages can be sent.")
+        turns_done = battle.turns.count()
+        if turns_done >= tournament.max_turns:
+            raise InvalidInput(f"This battle has reached its limit of {tournament.max_turns} turns. Please vote.")
+        if Reply.objects.filter(turn__battle=battle).exclude(state=Reply.State.DONE).exists():
+            raise Conflict("Please wait until both models have answered before sending another message.")
+        turn = Turn.objects.create(battle=battle, index=turns_done, message=message)
+        replies = Reply.objects.bulk_create([Reply(turn=turn, side=Side.A), Reply(turn=turn, side=Side.B)])
+        for reply in replies:
+            generate_reply.delay_on_commit(reply.pk)
+    return turn
+
+
+def reply_generate(*, reply_id: int) -> None:
+    """Produce one side's reply. Safe to run any number of times: only the run that claims the reply works."""
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=settings.REPLY_STALE_AFTER_SECONDS)
+    claimable = Q(state=Reply.State.PENDING) | Q(state=Reply.State.RUNNING, started_at__lt=stale_before)
+    claimed = (
+        Reply.objects.filter(claimable, pk=reply_id, attempts__lt=MAX_REPLY_ATTEMPTS)
+        .update(state=Reply.State.RUNNING, started_at=now, attempts=F("attempts") + 1)
+    )
+    if claimed != 1:
+        return
+    reply = Reply.objects.select_related("turn__battle__model_a", "turn__battle__model_b").get(pk=reply_id)
+    battle = reply.turn.battle
+    model = battle.model_a if reply.side == Side.A else battle.model_b
+    try:
+        text = complete(_provider_config(model), _conversation(reply))
+    except ProviderError as exc:
+        _reply_fail(reply, claimed_at=now, error=str(exc)[:300])
+        return
+    # Only the claim that is still current may write: a slower duplicate run finds started_at changed.
+    Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=now).update(
+        state=Reply.State.DONE, content=text, finished_at=timezone.now()
+    )
+
+
+def _reply_fail(reply: Reply, *, claimed_at, error: str) -> None:
+    """A side with no reply can never be voted on: the battle is set aside, without penalty for the rater."""
+    with transaction.atomic():
+        updated = Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=claimed_at).update(
+            state=Reply.State.FAILED, error=error, finished_at=timezone.now()
+        )
+        if updated:
+            battle_void(battle_id=reply.turn.battle_id, reason="A model could not answer.")
+
+
+def reply_give_up(*, reply_id: int) -> None:
+    """Fail a reply whose attempts are spent (its workers kept dying), so the rater is not left waiting."""
+    with transaction.atomic():
+        updated = Reply.objects.filter(
+            pk=reply_id, state__in=[Reply.State.PENDING, Reply.State.RUNNING], attempts__gte=MAX_REPLY_ATTEMPTS
+        ).update(state=Reply.State.FAILED, error="attempts_exhausted", finished_at=timezone.now())
+        if updated:
+            battle_id = Reply.objects.values_list("turn__battle_id", flat=True).get(pk=reply_id)
+            battle_void(battle_id=battle_id, reason="A model could not answer.")
+
+
+def battle_void(*, battle_id: int, reason: str) -> None:
+    Battle.objects.filter(pk=battle_id, state=Battle.State.ACTIVE).update(
+        state=Battle.State.VOID, void_reason=reason, ended_at=timezone.now()
+    )
+
+
+def _provider_config(model: LLMModel) -> ProviderConfig:
+    api_key = ""
+    if model.api_key_env:
+        api_key = os.environ.get(model.api_key_env, "")
+        if not api_key:
+            raise ProviderError("missing_api_key", f"environment variable {model.api_key_env} is not set")
+    return ProviderConfig(
+        provider=model.provider,
+        base_url=model.base_url,
+        api_model=model.api_model,
+        api_key=api_key,
+        system_prompt=model.system_prompt,
+        temperature=model.temperature,
+        max_tokens=model.max_tokens,
+        timeout_seconds=model.timeout_seconds,
+        demo_style=model.demo_style,
+    )
+
+
+def _conversation(reply: Reply) -> list[ChatMessage]:
+    """This side's own history: every earlier message with this side's answers, then the new message."""
+    messages = []
+    earlier = (
+        Turn.objects.filter(battle_id=reply.turn.battle_id, index__lt=reply.turn.index)
+        .order_by("index")
+        .prefetch_related("replies")
+    )
+    for turn in earlier:
+        messages.append(ChatMessage("user", turn.message))
+        answer = next(r for r in turn.replies.all() if r.side == reply.side)
+        messages.append(ChatMessage("assistant", answer.content))
+    messages.append(ChatMessage("user", reply.turn.message))
+    return messages
+
+
+def vote_submit(*, battle: Battle, choices: Mapping[str, str]) -> Vote:
+    """Record the rater's verdict on every dimension. Submitting the same verdict again returns the vote
+    already stored; a different verdict for a voted battle is a conflict."""
+    from leaderboard.tasks import apply_votes
+
+    dimensions = list(battle.tournament.dimensions.order_by("position"))
+    unanswered = [d.name for d in dimensions if choices.get(d.slug) not in Outcome.values]
+    if unanswered:
+        raise InvalidInput("Please choose Model A, Model B or Tie for: " + "; ".join(unanswered) + ".")
+    verdict = {d.pk: choices[d.slug] for d in dimensions}
+    with transaction.atomic():
+        battle = Battle.objects.select_for_update().select_related("tournament").get(pk=battle.pk)
+        if battle.state == Battle.State.VOTED:
+            return _vote_already_cast(battle, verdict)
+        if battle.state == Battle.State.VOID:
+            raise Conflict("This battle was set aside because a model could not answer, so it cannot be voted on.")
+        _check_votable(battle)
+        last_reply_at = Reply.objects.filter(turn__battle=battle).order_by("-finished_at").values_list(
+            "finished_at", flat=True
+        )[0]
+        vote = Vote.objects.create(battle=battle, seconds_to_vote=(timezone.now() - last_reply_at).total_seconds())
+        VoteChoice.objects.bulk_create(
+            VoteChoice(vote=vote, dimension_id=dimension_id, outcome=outcome) for dimension_id, outcome in verdict.items()
+        )
+        Battle.objects.filter(pk=battle.pk).update(state=Battle.State.VOTED, ended_at=timezone.now())
+        apply_votes.delay_on_commit(vote.pk)
+    return vote
+
+
+def _vote_already_cast(battle: Battle, verdict: dict[int, str]) -> Vote:
+    vote = battle.vote
+    stored = dict(vote.choices.values_list("dimension_id", "outcome"))
+    if stored != verdict:
+        raise Conflict("You have already voted on this battle; a vote cannot be changed.")
+    return vote
+
+
+def _check_votable(battle: Battle) -> None:
+    turns_done = battle.turns.count()
+    if turns_done < battle.tournament.min_turns:
+        raise Conflict(
+            f"Please chat for at least {battle.tournament.min_turns} turns before voting ({turns_done} so far)."
+        )
+    if Reply.objects.filter(turn__battle=battle).exclude(state=Reply.State.DONE).exists():
+        raise Conflict("Please wait until both models have answered before voting.")
+
+
+def tournament_add_default_dimensions(*, tournament: Tournament) -> None:
+    for position, fields in enumerate(DEFAULT_DIMENSIONS):
+        Dimension.objects.get_or_create(
+            tournament=tournament, slug=fields["slug"], defaults={**fields, "position": position}
+        )
+
+
+def replies_reconcile() -> int:
+    """Re-enqueue replies whose task was lost (broker flushed, worker killed); fail those out of attempts.
+
+    Returns how many replies were acted on. Run periodically by Celery beat.
+    """
+    from tournaments.tasks import generate_reply
+
+    now = timezone.now()
+    lost = Reply.objects.filter(
+        Q(state=Reply.State.PENDING, turn__created_at__lt=now - timedelta(seconds=60))
+        | Q(state=Reply.State.RUNNING, started_at__lt=now - timedelta(seconds=settings.REPLY_STALE_AFTER_SECONDS))
+    )
+    acted = 0
+    for reply_id, attempts in lost.values_list("pk", "attempts"):
+        if attempts >= MAX_REPLY_ATTEMPTS:
+            reply_give_up(reply_id=reply_id)
+        else:
+            generate_reply.delay(reply_id)
+        acted += 1
+    return acted
+
+
+DEMO_MODELS = [
+    {"slug": "demo-brisk", "name": "Brisk (demo)", "demo_style": LLMModel.DemoStyle.TERSE},
+    {"slug": "demo-scholar", "name": "Scholar (demo)", "demo_style": LLMModel.DemoStyle.VERBOSE},
+    {"slug": "demo-clerk", "name": "Clerk (demo)", "demo_style": LLMModel.DemoStyle.FORMAL},
+    {"slug": "demo-buddy", "name": "Buddy (demo)", "demo_style": LLMModel.DemoStyle.FRIENDLY},
+]
+
+
+def demo_tournament_seed() -> Tournament:
+    """The demo tournament with four offline demo models and the default dimensions. Idempotent."""
+    tournament, _ = Tournament.objects.get_or_create(
+        slug="demo",
+        defaults={
+            "name": "Populus demo",
+            "description": "Offline demo models that need no network or API key. Not real language models.",
+        },
+    )
+    for fields in DEMO_MODELS:
+        model, _ = LLMModel.objects.get_or_create(
+            slug=fields["slug"],
+            defaults={**fields, "provider": LLMModel.Provider.DEMO, "maker": "Populus demo"},
+        )
+        tournament.llm_models.add(model)
+    tournament_add_default_dimensions(tournament=tournament)
+    return tournament

@@ -1,0 +1,66 @@
+import uuid
+
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from raters.decorators import rater_required
+from tournaments.models import Battle
+from tournaments.selectors import battle_for_rater, battle_reveal, battle_view
+from tournaments.services import battle_start, turn_submit, vote_submit
+
+
+def _battle_page_or_fragment(request, battle: Battle):
+    context = {"view": battle_view(battle=battle)}
+    if request.htmx:
+        return render(request, "tournaments/_battle_body.html", context)
+    return render(request, "tournaments/battle.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@rater_required
+def battle_next(request):
+    """The rater's battle in progress, or a new one. POST from the "next battle" button; GET from links."""
+    battle = battle_start(rater=request.rater)
+    return redirect("tournaments:battle", public_id=battle.public_id)
+
+
+@require_http_methods(["GET"])
+@rater_required
+def battle_detail(request, public_id: uuid.UUID):
+    battle = battle_for_rater(rater=request.rater, public_id=public_id)
+    if battle.state == Battle.State.VOTED:
+        return redirect("tournaments:reveal", public_id=battle.public_id)
+    return _battle_page_or_fragment(request, battle)
+
+
+@require_http_methods(["POST"])
+@rater_required
+def turn_create(request, public_id: uuid.UUID):
+    battle = battle_for_rater(rater=request.rater, public_id=public_id)
+    turn_submit(battle=battle, message=request.POST.get("message", ""))
+    if request.htmx:
+        return _battle_page_or_fragment(request, battle)
+    return redirect("tournaments:battle", public_id=battle.public_id)
+
+
+@require_http_methods(["POST"])
+@rater_required
+def vote_create(request, public_id: uuid.UUID):
+    battle = battle_for_rater(rater=request.rater, public_id=public_id)
+    vote_submit(battle=battle, choices=request.POST)
+    url = reverse("tournaments:reveal", kwargs={"public_id": battle.public_id})
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
+
+
+@require_http_methods(["GET"])
+@rater_required
+def battle_reveal_page(request, public_id: uuid.UUID):
+    battle = battle_for_rater(rater=request.rater, public_id=public_id)
+    if battle.state != Battle.State.VOTED:
+        return redirect("tournaments:battle", public_id=battle.public_id)
+    context = {"battle": battle, "rows": battle_reveal(battle=battle)}
+    return render(request, "tournaments/reveal.html", context)

@@ -38,7 +38,9 @@ def env_bool(name: str, default: bool | object = _MISSING) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise ImproperlyConfiguredEnv(f"Environment variable {name}={value!r} is not a boolean (use true or false).")
+    raise ImproperlyConfiguredEnv(
+        f"Environment variable {name}={value!r} is not a boolean (use true or false)."
+    )
 
 
 def env_int(name: str, default: int | object = _MISSING) -> int:

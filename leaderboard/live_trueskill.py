@@ -20,9 +20,9 @@ def rate_outcome(
     env = _environment(draw_probability)
     rating_a, rating_b = env.create_rating(*a), env.create_rating(*b)
     if outcome == "b":
-        new_b, new_a = env.rate_1vs1(rating_b, rating_a)
+        new_b, new_a = trueskill.rate_1vs1(rating_b, rating_a, env=env)
     else:
-        new_a, new_b = env.rate_1vs1(rating_a, rating_b, drawn=outcome == "tie")
+        new_a, new_b = trueskill.rate_1vs1(rating_a, rating_b, drawn=outcome == "tie", env=env)
     return (new_a.mu, new_a.sigma), (new_b.mu, new_b.sigma)
 
 

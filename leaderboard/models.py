@@ -7,7 +7,9 @@ class Rating(models.Model):
     or for one demographic group."""
 
     dimension = models.ForeignKey("tournaments.Dimension", on_delete=models.CASCADE, related_name="+")
-    group = models.ForeignKey("raters.Group", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    group = models.ForeignKey(
+        "raters.Group", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
     model = models.ForeignKey("tournaments.LLMModel", on_delete=models.CASCADE, related_name="ratings")
     mu = models.FloatField()
     sigma = models.FloatField()
@@ -22,9 +24,14 @@ class Rating(models.Model):
                 fields=["dimension", "model"], condition=Q(group__isnull=True), name="rating_unique_pooled"
             ),
             models.UniqueConstraint(
-                fields=["dimension", "group", "model"], condition=Q(group__isnull=False), name="rating_unique_group"
+                fields=["dimension", "group", "model"],
+                condition=Q(group__isnull=False),
+                name="rating_unique_group",
             ),
         ]
+
+    def __str__(self):
+        return f"{self.model} on {self.dimension} ({self.group or 'pooled'})"
 
     @property
     def battles(self) -> int:
@@ -37,3 +44,6 @@ class AppliedVote(models.Model):
 
     vote = models.OneToOneField("tournaments.Vote", on_delete=models.CASCADE, related_name="applied")
     applied_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"Applied {self.vote}"

@@ -30,7 +30,12 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
             for group_id in [None, *group_ids]:
                 rating_a = ratings[(choice.dimension_id, group_id, battle.model_a_id)]
                 rating_b = ratings[(choice.dimension_id, group_id, battle.model_b_id)]
-                _update_pair(rating_a, rating_b, outcome=choice.outcome, draw_probability=choice.dimension.draw_probability)
+                _update_pair(
+                    rating_a,
+                    rating_b,
+                    outcome=choice.outcome,
+                    draw_probability=choice.dimension.draw_probability,
+                )
                 rating_a.updated_at = rating_b.updated_at = now
         Rating.objects.bulk_update(ratings.values(), ["mu", "sigma", "wins", "losses", "ties", "updated_at"])
         AppliedVote.objects.create(vote=vote)
@@ -60,7 +65,10 @@ def _locked_ratings(*, dimension_ids: list[int], group_ids: list[int], model_ids
 
 def _update_pair(rating_a: Rating, rating_b: Rating, *, outcome: str, draw_probability: float) -> None:
     (rating_a.mu, rating_a.sigma), (rating_b.mu, rating_b.sigma) = rate_outcome(
-        (rating_a.mu, rating_a.sigma), (rating_b.mu, rating_b.sigma), outcome=outcome, draw_probability=draw_probability
+        (rating_a.mu, rating_a.sigma),
+        (rating_b.mu, rating_b.sigma),
+        outcome=outcome,
+        draw_probability=draw_probability,
     )
     if outcome == Outcome.TIE:
         rating_a.ties += 1

@@ -1,6 +1,6 @@
 """The 22 default demographic groups of the reference study (HUMAINE): one axis within one country."""
 
-AGE_BANDS = ["18–34", "35–54", "55+"]
+AGE_BANDS = ["18–34", "35–54", "55+"]  # noqa: RUF001 - en dashes, as printed for raters
 ETHNICITIES = ["Asian", "Black", "White", "Other"]
 POLITICS = {
     "US": ["Democrat", "Republican", "Independent"],
@@ -30,5 +30,5 @@ def default_groups() -> list[dict]:
 
 
 def _slug(country: str, axis: str, label: str) -> str:
-    text = label.lower().replace("–", "-").replace("+", "-plus").replace(" ", "-")
+    text = label.lower().replace("–", "-").replace("+", "-plus").replace(" ", "-")  # noqa: RUF001
     return f"{country.lower()}-{axis}-{text}"

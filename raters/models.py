@@ -66,7 +66,8 @@ class Rater(models.Model):
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="raters")
     source = models.CharField(max_length=10, choices=Source.choices)
     # Keyed hashes (HMAC-SHA256) of the panel's ids; the raw ids are never stored.
-    participant_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)
+    # NULL, not "", for open-link raters: NULLs never collide in the one-rater-per-participant constraint.
+    participant_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001
     panel_session_hash = models.CharField(max_length=64, blank=True, editable=False)
     consented_at = models.DateTimeField()
     country = models.CharField(max_length=2, choices=Country.choices, blank=True)

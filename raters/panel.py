@@ -30,12 +30,16 @@ def parse_panel_ids(params: Mapping[str, str]) -> PanelIds:
         _checked(params, "STUDY_ID", _PROLIFIC_ID, "24 letters and digits (0-9, a-f)", optional=True)
         return PanelIds(
             participant=_checked(params, "PROLIFIC_PID", _PROLIFIC_ID, "24 letters and digits (0-9, a-f)"),
-            session=_checked(params, "SESSION_ID", _PROLIFIC_ID, "24 letters and digits (0-9, a-f)", optional=True),
+            session=_checked(
+                params, "SESSION_ID", _PROLIFIC_ID, "24 letters and digits (0-9, a-f)", optional=True
+            ),
         )
     if "pid" in params:
         return PanelIds(
             participant=_checked(params, "pid", _GENERIC_ID, "1 to 64 letters, digits, '-' or '_'"),
-            session=_checked(params, "session", _GENERIC_ID, "1 to 64 letters, digits, '-' or '_'", optional=True),
+            session=_checked(
+                params, "session", _GENERIC_ID, "1 to 64 letters, digits, '-' or '_'", optional=True
+            ),
         )
     raise InvalidPanelLink(
         "This study link is missing your participant id. Please go back to the panel and open the study "
@@ -43,7 +47,9 @@ def parse_panel_ids(params: Mapping[str, str]) -> PanelIds:
     )
 
 
-def _checked(params: Mapping[str, str], name: str, pattern: re.Pattern, shape: str, optional: bool = False) -> str:
+def _checked(
+    params: Mapping[str, str], name: str, pattern: re.Pattern, shape: str, optional: bool = False
+) -> str:
     value = params.get(name)
     if value is None and optional:
         return ""

@@ -20,8 +20,11 @@ class PendingEntry:
     panel_session_hash: str = ""
 
     def as_session(self) -> dict:
-        return {"study_id": self.study_id, "participant_hash": self.participant_hash,
-                "panel_session_hash": self.panel_session_hash}
+        return {
+            "study_id": self.study_id,
+            "participant_hash": self.participant_hash,
+            "panel_session_hash": self.panel_session_hash,
+        }
 
 
 def panel_entry_read(*, study: Study, params: Mapping[str, str]) -> PendingEntry:
@@ -67,7 +70,9 @@ def rater_screen(*, rater: Rater, country: str, answers: Mapping[str, str]) -> R
             continue
         group = Group.objects.filter(slug=slug, country=country, axis=axis).first()
         if group is None:
-            raise InvalidInput(f"That answer about your {Axis(axis).label.lower()} is not one of the options.")
+            raise InvalidInput(
+                f"That answer about your {Axis(axis).label.lower()} is not one of the options."
+            )
         chosen.append(group)
     with transaction.atomic():
         rater.country = country

@@ -34,7 +34,9 @@ def study_entry(request, study_slug: str):
     try:
         entry = panel_entry_read(study=study, params=request.GET)
     except InvalidPanelLink as exc:
-        return render(request, "error.html", {"title": "This link is not valid", "message": str(exc)}, status=400)
+        return render(
+            request, "error.html", {"title": "This link is not valid", "message": str(exc)}, status=400
+        )
     returning = Rater.objects.filter(study=study, participant_hash=entry.participant_hash).first()
     if returning:
         _start_session(request, rater=returning)
@@ -81,7 +83,9 @@ def screener(request):
         return redirect("raters:next")
     if request.method == "POST":
         country = request.POST.get("country", "")
-        rater_screen(rater=rater, country=country, answers={axis: request.POST.get(axis, "") for axis in Axis.values})
+        rater_screen(
+            rater=rater, country=country, answers={axis: request.POST.get(axis, "") for axis in Axis.values}
+        )
         return redirect("raters:next")
     country = request.GET.get("country", "")
     if country not in Country.values:

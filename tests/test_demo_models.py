@@ -1,16 +1,21 @@
 """The offline demo models in `tournaments.demo_models`."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tournaments.demo_models import DEMO_NOTICE, reply
 from tournaments.providers import ChatMessage, ProviderConfig, complete
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STYLES = ["terse", "verbose", "formal", "friendly"]
 QUESTION = "How should I plan a vegetable garden?"
 FOLLOW_UP = [
     ("user", QUESTION),
     ("assistant", "Start small and pick a sunny spot."),
-    ("user", "What about watering schedules?"),
+    ("user", "What about watering the tomatoes?"),
 ]
 
 
@@ -45,7 +50,7 @@ def test_it_answers_the_latest_user_message(style: str) -> None:
 
 @pytest.mark.parametrize("style", ["verbose", "formal", "friendly"])
 def test_it_mentions_the_earlier_topic_in_a_follow_up(style: str) -> None:
-    first_turn = reply(style, [("user", "What about watering schedules?")])
+    first_turn = reply(style, [("user", "What about watering the tomatoes?")])
     follow_up = reply(style, FOLLOW_UP)
 
     assert "garden" not in first_turn.lower()
@@ -77,3 +82,30 @@ def test_it_is_reached_through_the_demo_provider(style: str) -> None:
     answer = complete(ProviderConfig(provider="demo", demo_style=style), messages)
 
     assert answer == reply(style, FOLLOW_UP)
+
+
+def test_it_replies_promptly_to_any_message() -> None:
+    # Run in a child process, so that a reply that never returns fails this test instead of hanging the run.
+    questions = [
+        "What about watering schedules?",
+        "How do I learn to play the guitar?",
+        "Which programming language should a beginner learn first?",
+        "How can I sleep better at night?",
+        "What should I pack for a week of hiking?",
+        "How do I prepare for a job interview?",
+        "Can you suggest a weekly budget plan for a student?",
+        "How do I start running without getting injured?",
+        "What is a good way to memorise vocabulary?",
+        "How should I organise a small team project?",
+    ]
+    script = (
+        "from tournaments.demo_models import reply\n"
+        f"for question in {questions!r}:\n"
+        f"    for style in {STYLES!r}:\n"
+        "        reply(style, [('user', question)])\n"
+        "        reply(style, [('user', 'Hello there'), ('assistant', 'Hi.'), ('user', question)])\n"
+    )
+    try:
+        subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, check=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("demo_models.reply did not return within 20 seconds for some message")

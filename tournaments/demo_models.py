@@ -10,16 +10,15 @@ import re
 
 DEMO_NOTICE = "(Offline demo reply, not a real language model.)"
 
-_STOPWORDS = set(
-    """
-    about after again also and any are because been before being between both but can could did does
-    doing down during each few for from further had has have having her here hers him his how into its
-    just like more most much need needs not now off once only other our out over own same she should
-    some such than that the their them then there these they this those through too under until very
-    want was were what when where which while who whom why will with would you your yours please tell
-    help know think make best good give show explain write
-    """.split()
-)
+_STOPWORD_TEXT = """
+    about after again also and any are because been before being between both but can could did
+    does doing down during each few for from further had has have having her here hers him his how
+    into its just like more most much need needs not now off once only other our out over own same
+    she should some such than that the their them then there these they this those through too
+    under until very want was were what when where which while who whom why will with would you
+    your yours please tell help know think make best good give show explain write
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 _STEPS = [
     "write down what a good result would look like before you start",

@@ -25,20 +25,28 @@ class LLMModel(models.Model):
     name = models.CharField(max_length=120, help_text="Shown to raters only after they vote.")
     maker = models.CharField(max_length=120, blank=True)
     provider = models.CharField(max_length=10, choices=Provider.choices)
-    base_url = models.URLField(blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
+    base_url = models.URLField(
+        blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1"
+    )
     api_model = models.CharField(max_length=200, blank=True, help_text="The model name the endpoint expects.")
     api_key_env = models.CharField(
         max_length=100,
         blank=True,
-        validators=[RegexValidator(r"^[A-Z_][A-Z0-9_]*$", "Use an environment variable name like OPENAI_API_KEY.")],
+        validators=[
+            RegexValidator(r"^[A-Z_][A-Z0-9_]*$", "Use an environment variable name like OPENAI_API_KEY.")
+        ],
         help_text="Name of the environment variable holding the API key (leave blank for keyless endpoints).",
     )
     system_prompt = models.TextField(blank=True)
     temperature = models.FloatField(default=0.7, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)])
     max_tokens = models.PositiveIntegerField(default=1024, validators=[MinValueValidator(1)])
-    timeout_seconds = models.PositiveIntegerField(default=120, validators=[MinValueValidator(1), MaxValueValidator(600)])
+    timeout_seconds = models.PositiveIntegerField(
+        default=120, validators=[MinValueValidator(1), MaxValueValidator(600)]
+    )
     demo_style = models.CharField(max_length=10, choices=DemoStyle.choices, blank=True)
-    is_active = models.BooleanField(default=True, help_text="Inactive models are not matched into new battles.")
+    is_active = models.BooleanField(
+        default=True, help_text="Inactive models are not matched into new battles."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -46,9 +54,12 @@ class LLMModel(models.Model):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(provider="demo", demo_style__gt="") | Q(provider="openai", base_url__gt="", api_model__gt=""),
+                condition=Q(provider="demo", demo_style__gt="")
+                | Q(provider="openai", base_url__gt="", api_model__gt=""),
                 name="llmmodel_provider_settings_complete",
-                violation_error_message="A demo model needs a style; an endpoint model needs a base URL and model name.",
+                violation_error_message=(
+                    "A demo model needs a style; an endpoint model needs a base URL and model name."
+                ),
             ),
         ]
 
@@ -69,7 +80,8 @@ class Tournament(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(min_turns__gte=1, max_turns__gte=F("min_turns")), name="tournament_turn_limits_valid"
+                condition=Q(min_turns__gte=1, max_turns__gte=F("min_turns")),
+                name="tournament_turn_limits_valid",
             ),
         ]
 
@@ -96,7 +108,8 @@ class Dimension(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tournament", "slug"], name="dimension_unique_slug"),
             models.CheckConstraint(
-                condition=Q(draw_probability__gte=0, draw_probability__lt=1), name="dimension_draw_probability_range"
+                condition=Q(draw_probability__gte=0, draw_probability__lt=1),
+                name="dimension_draw_probability_range",
             ),
         ]
 
@@ -126,10 +139,13 @@ class Battle(models.Model):
         constraints = [
             models.CheckConstraint(condition=~Q(model_a=F("model_b")), name="battle_two_different_models"),
             models.CheckConstraint(
-                condition=Q(pair_probability__gt=0, pair_probability__lte=1), name="battle_pair_probability_range"
+                condition=Q(pair_probability__gt=0, pair_probability__lte=1),
+                name="battle_pair_probability_range",
             ),
             # At most one battle in progress per rater: a double click on "next battle" cannot open two.
-            models.UniqueConstraint(fields=["rater"], condition=Q(state="active"), name="battle_one_active_per_rater"),
+            models.UniqueConstraint(
+                fields=["rater"], condition=Q(state="active"), name="battle_one_active_per_rater"
+            ),
         ]
 
     def __str__(self):
@@ -145,6 +161,9 @@ class Turn(models.Model):
     class Meta:
         ordering = ["battle", "index"]
         constraints = [models.UniqueConstraint(fields=["battle", "index"], name="turn_unique_index")]
+
+    def __str__(self):
+        return f"Turn {self.index + 1} of {self.battle}"
 
 
 class Side(models.TextChoices):
@@ -174,6 +193,9 @@ class Reply(models.Model):
         ordering = ["turn", "side"]
         constraints = [models.UniqueConstraint(fields=["turn", "side"], name="reply_one_per_side")]
 
+    def __str__(self):
+        return f"{self.get_side_display()} reply to {self.turn}"
+
 
 class Outcome(models.TextChoices):
     A = "a", "Model A is better"
@@ -197,4 +219,9 @@ class VoteChoice(models.Model):
     outcome = models.CharField(max_length=3, choices=Outcome.choices)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["vote", "dimension"], name="votechoice_one_per_dimension")]
+        constraints = [
+            models.UniqueConstraint(fields=["vote", "dimension"], name="votechoice_one_per_dimension")
+        ]
+
+    def __str__(self):
+        return f"{self.dimension}: {self.outcome}"

@@ -82,7 +82,9 @@ def battle_view(*, battle: Battle) -> BattleView:
                 reply_b=entry[Side.B].content if both_done else None,
             )
         )
-    return BattleView(battle=battle, turns=turns, dimensions=list(battle.tournament.dimensions.order_by("position")))
+    return BattleView(
+        battle=battle, turns=turns, dimensions=list(battle.tournament.dimensions.order_by("position"))
+    )
 
 
 def battle_reveal(*, battle: Battle) -> list[RevealRow]:

@@ -11,7 +11,18 @@ from django.utils import timezone
 from config.errors import Conflict, InvalidInput
 from raters.models import Rater
 from tournaments.defaults import DEFAULT_DIMENSIONS
-from tournaments.models import Battle, Dimension, LLMModel, Outcome, Reply, Side, Tournament, Turn, Vote, VoteChoice
+from tournaments.models import (
+    Battle,
+    Dimension,
+    LLMModel,
+    Outcome,
+    Reply,
+    Side,
+    Tournament,
+    Turn,
+    Vote,
+    VoteChoice,
+)
 from tournaments.providers import ChatMessage, ProviderConfig, ProviderError, complete
 
 # Positions and pairs must be unpredictable to raters, so they come from the OS's random source.
@@ -28,7 +39,9 @@ def battle_start(*, rater: Rater) -> Battle:
     tournament = rater.study.tournament
     models = list(tournament.llm_models.filter(is_active=True).order_by("pk"))
     if len(models) < 2:
-        raise Conflict("No battle can start right now: fewer than two models are available. Please try later.")
+        raise Conflict(
+            "No battle can start right now: fewer than two models are available. Please try later."
+        )
     seen = set(
         Battle.objects.filter(rater=rater).values_list("model_a_id", "model_b_id"),
     )
@@ -36,7 +49,11 @@ def battle_start(*, rater: Rater) -> Battle:
     try:
         with transaction.atomic():
             return Battle.objects.create(
-                tournament=tournament, rater=rater, model_a=model_a, model_b=model_b, pair_probability=probability
+                tournament=tournament,
+                rater=rater,
+                model_a=model_a,
+                model_b=model_b,
+                pair_probability=probability,
             )
     except IntegrityError:
         # Two clicks raced; the database let only one active battle exist.
@@ -73,7 +90,9 @@ def turn_submit(*, battle: Battle, message: str) -> Turn:
             raise Conflict("This battle has ended; no more messages can be sent.")
         turns_done = battle.turns.count()
         if turns_done >= tournament.max_turns:
-            raise InvalidInput(f"This battle has reached its limit of {tournament.max_turns} turns. Please vote.")
+            raise InvalidInput(
+                f"This battle has reached its limit of {tournament.max_turns} turns. Please vote."
+            )
         if Reply.objects.filter(turn__battle=battle).exclude(state=Reply.State.DONE).exists():
             raise Conflict("Please wait until both models have answered before sending another message.")
         turn = Turn.objects.create(battle=battle, index=turns_done, message=message)
@@ -88,9 +107,8 @@ def reply_generate(*, reply_id: int) -> None:
     now = timezone.now()
     stale_before = now - timedelta(seconds=settings.REPLY_STALE_AFTER_SECONDS)
     claimable = Q(state=Reply.State.PENDING) | Q(state=Reply.State.RUNNING, started_at__lt=stale_before)
-    claimed = (
-        Reply.objects.filter(claimable, pk=reply_id, attempts__lt=MAX_REPLY_ATTEMPTS)
-        .update(state=Reply.State.RUNNING, started_at=now, attempts=F("attempts") + 1)
+    claimed = Reply.objects.filter(claimable, pk=reply_id, attempts__lt=MAX_REPLY_ATTEMPTS).update(
+        state=Reply.State.RUNNING, started_at=now, attempts=F("attempts") + 1
     )
     if claimed != 1:
         return
@@ -122,7 +140,9 @@ def reply_give_up(*, reply_id: int) -> None:
     """Fail a reply whose attempts are spent (its workers kept dying), so the rater is not left waiting."""
     with transaction.atomic():
         updated = Reply.objects.filter(
-            pk=reply_id, state__in=[Reply.State.PENDING, Reply.State.RUNNING], attempts__gte=MAX_REPLY_ATTEMPTS
+            pk=reply_id,
+            state__in=[Reply.State.PENDING, Reply.State.RUNNING],
+            attempts__gte=MAX_REPLY_ATTEMPTS,
         ).update(state=Reply.State.FAILED, error="attempts_exhausted", finished_at=timezone.now())
         if updated:
             battle_id = Reply.objects.values_list("turn__battle_id", flat=True).get(pk=reply_id)
@@ -185,14 +205,21 @@ def vote_submit(*, battle: Battle, choices: Mapping[str, str]) -> Vote:
         if battle.state == Battle.State.VOTED:
             return _vote_already_cast(battle, verdict)
         if battle.state == Battle.State.VOID:
-            raise Conflict("This battle was set aside because a model could not answer, so it cannot be voted on.")
+            raise Conflict(
+                "This battle was set aside because a model could not answer, so it cannot be voted on."
+            )
         _check_votable(battle)
-        last_reply_at = Reply.objects.filter(turn__battle=battle).order_by("-finished_at").values_list(
-            "finished_at", flat=True
-        )[0]
-        vote = Vote.objects.create(battle=battle, seconds_to_vote=(timezone.now() - last_reply_at).total_seconds())
+        last_reply_at = (
+            Reply.objects.filter(turn__battle=battle)
+            .order_by("-finished_at")
+            .values_list("finished_at", flat=True)[0]
+        )
+        vote = Vote.objects.create(
+            battle=battle, seconds_to_vote=(timezone.now() - last_reply_at).total_seconds()
+        )
         VoteChoice.objects.bulk_create(
-            VoteChoice(vote=vote, dimension_id=dimension_id, outcome=outcome) for dimension_id, outcome in verdict.items()
+            VoteChoice(vote=vote, dimension_id=dimension_id, outcome=outcome)
+            for dimension_id, outcome in verdict.items()
         )
         Battle.objects.filter(pk=battle.pk).update(state=Battle.State.VOTED, ended_at=timezone.now())
         apply_votes.delay_on_commit(vote.pk)
@@ -210,9 +237,8 @@ def _vote_already_cast(battle: Battle, verdict: dict[int, str]) -> Vote:
 def _check_votable(battle: Battle) -> None:
     turns_done = battle.turns.count()
     if turns_done < battle.tournament.min_turns:
-        raise Conflict(
-            f"Please chat for at least {battle.tournament.min_turns} turns before voting ({turns_done} so far)."
-        )
+        minimum = battle.tournament.min_turns
+        raise Conflict(f"Please chat for at least {minimum} turns before voting ({turns_done} so far).")
     if Reply.objects.filter(turn__battle=battle).exclude(state=Reply.State.DONE).exists():
         raise Conflict("Please wait until both models have answered before voting.")
 
@@ -234,7 +260,10 @@ def replies_reconcile() -> int:
     now = timezone.now()
     lost = Reply.objects.filter(
         Q(state=Reply.State.PENDING, turn__created_at__lt=now - timedelta(seconds=60))
-        | Q(state=Reply.State.RUNNING, started_at__lt=now - timedelta(seconds=settings.REPLY_STALE_AFTER_SECONDS))
+        | Q(
+            state=Reply.State.RUNNING,
+            started_at__lt=now - timedelta(seconds=settings.REPLY_STALE_AFTER_SECONDS),
+        )
     )
     acted = 0
     for reply_id, attempts in lost.values_list("pk", "attempts"):

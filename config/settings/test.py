@@ -7,7 +7,7 @@ from config.env import env_str
 from .base import *
 
 # Fixed values for tests only; they protect nothing.
-SECRET_KEY = "test-only-key-not-used-anywhere-else-0123456789abcdefghijklmnopqrstuvwxyz"
+SECRET_KEY = "test-only-key-not-used-anywhere-else-0123456789abcdefghijklmnopqrstuvwxyz"  # noqa: S105
 PANEL_ID_HMAC_KEY = "test-only-panel-key"
 
 DATABASES = {
@@ -22,3 +22,8 @@ CACHES = {
     }
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Serve static files straight from static/ without collectstatic.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

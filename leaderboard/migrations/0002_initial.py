@@ -5,42 +5,61 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('leaderboard', '0001_initial'),
-        ('raters', '0001_initial'),
-        ('tournaments', '0001_initial'),
+        ("leaderboard", "0001_initial"),
+        ("raters", "0001_initial"),
+        ("tournaments", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='appliedvote',
-            name='vote',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='applied', to='tournaments.vote'),
+            model_name="appliedvote",
+            name="vote",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.CASCADE, related_name="applied", to="tournaments.vote"
+            ),
         ),
         migrations.AddField(
-            model_name='rating',
-            name='dimension',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tournaments.dimension'),
+            model_name="rating",
+            name="dimension",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="tournaments.dimension"
+            ),
         ),
         migrations.AddField(
-            model_name='rating',
-            name='group',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='raters.group'),
+            model_name="rating",
+            name="group",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="raters.group",
+            ),
         ),
         migrations.AddField(
-            model_name='rating',
-            name='model',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ratings', to='tournaments.llmmodel'),
+            model_name="rating",
+            name="model",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="ratings", to="tournaments.llmmodel"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rating',
-            constraint=models.UniqueConstraint(condition=models.Q(('group__isnull', True)), fields=('dimension', 'model'), name='rating_unique_pooled'),
+            model_name="rating",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("group__isnull", True)),
+                fields=("dimension", "model"),
+                name="rating_unique_pooled",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rating',
-            constraint=models.UniqueConstraint(condition=models.Q(('group__isnull', False)), fields=('dimension', 'group', 'model'), name='rating_unique_group'),
+            model_name="rating",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("group__isnull", False)),
+                fields=("dimension", "group", "model"),
+                name="rating_unique_group",
+            ),
         ),
     ]

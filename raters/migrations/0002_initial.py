@@ -5,31 +5,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('raters', '0001_initial'),
-        ('tournaments', '0001_initial'),
+        ("raters", "0001_initial"),
+        ("tournaments", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='study',
-            name='tournament',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='studies', to='tournaments.tournament'),
+            model_name="study",
+            name="tournament",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="studies",
+                to="tournaments.tournament",
+            ),
         ),
         migrations.AddField(
-            model_name='rater',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='raters', to='raters.study'),
+            model_name="rater",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="raters", to="raters.study"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rater',
-            constraint=models.UniqueConstraint(fields=('study', 'participant_hash'), name='rater_one_per_participant'),
+            model_name="rater",
+            constraint=models.UniqueConstraint(
+                fields=("study", "participant_hash"), name="rater_one_per_participant"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rater',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('participant_hash__isnull', True), ('source', 'open')), models.Q(('participant_hash__isnull', False), ('source', 'panel')), _connector='OR'), name='rater_panel_has_participant'),
+            model_name="rater",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("participant_hash__isnull", True), ("source", "open")),
+                    models.Q(("participant_hash__isnull", False), ("source", "panel")),
+                    _connector="OR",
+                ),
+                name="rater_panel_has_participant",
+            ),
         ),
     ]

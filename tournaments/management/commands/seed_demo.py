@@ -13,7 +13,7 @@ STAFF_USERNAME = "admin"
 
 
 class Command(BaseCommand):
-    help = "Seed the demo: 22 default groups, a demo tournament with four offline models, an open study, a staff account."
+    help = "Seed the demo: 22 default groups, four offline demo models, an open study, a staff login."
 
     def handle(self, *args, **options):
         created_groups = groups_ensure_defaults()

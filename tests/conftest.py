@@ -1,0 +1,95 @@
+"""Shared fixtures. A fixed cast: one tournament of three endpoint models served by a local fake
+OpenAI-compatible server, one open study, the 22 default groups, and a screened rater."""
+
+import pytest
+from django.test import Client
+
+from raters.models import Study
+from raters.selectors import SESSION_RATER_KEY
+from raters.services import PendingEntry, groups_ensure_defaults, rater_create, rater_screen
+from tests.fake_llm import FakeLLM
+from tournaments.models import LLMModel, Tournament
+from tournaments.services import tournament_add_default_dimensions
+
+# Display names, slugs and makers never appear in what a rater sees before voting. The endpoints' model
+# names ("model-x1"...) are what the fake server answers under; they are checked separately.
+CAST = [
+    {"slug": "alpha-large", "name": "Alpha Large", "maker": "Alpha Labs", "api_model": "model-x1"},
+    {"slug": "beta-chat", "name": "Beta Chat", "maker": "Beta Systems", "api_model": "model-x2"},
+    {"slug": "gamma-instruct", "name": "Gamma Instruct", "maker": "Gamma AI", "api_model": "model-x3"},
+]
+
+
+@pytest.fixture
+def fake_llm():
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def tournament(db, fake_llm) -> Tournament:
+    tournament = Tournament.objects.create(slug="pilot", name="Pilot tournament")
+    for fields in CAST:
+        model = LLMModel.objects.create(
+            **fields,
+            provider=LLMModel.Provider.OPENAI_COMPATIBLE,
+            base_url=fake_llm.base_url,
+            timeout_seconds=5,
+        )
+        tournament.llm_models.add(model)
+    tournament_add_default_dimensions(tournament=tournament)
+    return tournament
+
+
+@pytest.fixture
+def study(tournament) -> Study:
+    return Study.objects.create(
+        slug="pilot-study", name="Pilot study", tournament=tournament, allows_open_entry=True
+    )
+
+
+@pytest.fixture
+def groups(db):
+    groups_ensure_defaults()
+
+
+@pytest.fixture
+def rater(study, groups):
+    rater = rater_create(entry=PendingEntry(study_id=study.pk))
+    return rater_screen(
+        rater=rater,
+        country="US",
+        answers={
+            "age": "us-age-18-34",
+            "ethnicity": "us-ethnicity-asian",
+            "politics": "us-politics-democrat",
+        },
+    )
+
+
+def client_for(rater) -> Client:
+    client = Client()
+    session = client.session
+    session[SESSION_RATER_KEY] = str(rater.public_id)
+    session.save()
+    return client
+
+
+@pytest.fixture
+def rater_client(rater) -> Client:
+    return client_for(rater)
+
+
+@pytest.fixture(scope="module")
+def celery_workers(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Both real workers (generation and the single ratings writer) for the tests of one module.
+
+    Tests using them need `transactional_db`, so that what they write is committed and visible to the
+    workers' own database connections.
+    """
+    from tests.workers import Workers
+
+    with django_db_blocker.unblock():
+        workers = Workers(tmp_path_factory.mktemp("celery-logs")).start()
+    yield workers
+    workers.stop()

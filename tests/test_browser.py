@@ -1,0 +1,92 @@
+"""A rater's whole journey in real Chromium: study link → consent → screener → three turns → vote →
+revealed names → the leaderboard showing the battle. Generation and ratings run in real workers."""
+
+import os
+import re
+
+import pytest
+from django.db import connections
+from playwright.sync_api import expect, sync_playwright
+
+from leaderboard.models import AppliedVote
+from tests.conftest import CAST
+from tests.workers import wait_for
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+PID = "60a1b2c3d4e5f60718293a4b"
+# Chromium's own background traffic is refused on this closed network; these flags keep it quiet.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page(monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls made by the test itself are
+    # still synchronous and safe.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (the test command does).")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context()
+        yield context.new_page()
+        context.close()
+        browser.close()
+        # While Playwright's loop runs, Django keeps this test's database connection apart from the
+        # thread's usual one; close it here or it outlives the test database.
+        connections.close_all()
+
+
+def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
+    page, live_server, celery_workers, study, groups
+):
+    page.goto(
+        f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={PID}&STUDY_ID={'c' * 24}&SESSION_ID={'d' * 24}"
+    )
+    expect(page.get_by_role("heading", name="Before you start")).to_be_visible()
+    page.get_by_label("I have read this and agree").check()
+    page.get_by_role("button", name="Continue").click()
+
+    page.get_by_label("United Kingdom").check()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label("55+").check()
+    page.get_by_label("White").check()
+    page.get_by_label("Green").check()
+    page.get_by_role("button", name="Start rating").click()
+
+    for turn in range(1, 4):
+        box = page.get_by_label("Your message to both models")
+        box.fill(f"Turn {turn}: how should I plan a vegetable garden on a small balcony?")
+        box.press("Enter")  # Enter sends
+        expect(page.get_by_test_id("progress")).to_contain_text(f"Turn {turn} of at most", timeout=20_000)
+        before_vote = page.content()
+        for model in CAST:
+            assert model["name"] not in before_vote and model["maker"] not in before_vote
+
+    expect(page.get_by_test_id("progress")).to_contain_text("Voting is open")
+    for fieldset in page.locator("form.vote fieldset").all():
+        fieldset.get_by_label("Model A").check()
+    page.get_by_role("button", name="Submit vote").click()
+
+    expect(page.get_by_role("heading", name=re.compile("who you were talking to"))).to_be_visible()
+    model_a = page.get_by_test_id("model-a-name").inner_text()
+    model_b = page.get_by_test_id("model-b-name").inner_text()
+    assert {model_a, model_b} <= {m["name"] for m in CAST} and model_a != model_b
+
+    wait_for(lambda: AppliedVote.objects.exists(), message="the ratings worker to apply the vote")
+    page.get_by_role("link", name="See the leaderboard").click()
+    page.get_by_label("Raters").select_option("uk-age-55-plus")
+    expect(page).to_have_url(re.compile(r"group=uk-age-55-plus"))
+    board = page.get_by_test_id("board")
+    expect(board).to_contain_text("1 / 0 / 0")
+    winner_row = board.locator("tr", has_text=model_a)
+    expect(winner_row.get_by_test_id("battles")).to_have_text("1")

@@ -1,0 +1,94 @@
+"""Real Celery workers for tests, started with the exact commands docker-compose.yml gives its images."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+import yaml
+from django.conf import settings
+from django.db import connection
+
+from config.celery_app import app as celery_app
+
+REPO = Path(__file__).resolve().parent.parent
+WORKER_SERVICES = ("worker-llm", "worker-ratings")
+
+
+def compose_command(service: str) -> list[str]:
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    return list(compose["services"][service]["command"])
+
+
+def _test_database_url() -> str:
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def _consumed_queues() -> set[str]:
+    queues = celery_app.control.inspect(timeout=0.5).active_queues() or {}
+    return {queue["name"] for per_worker in queues.values() for queue in per_worker}
+
+
+class Workers:
+    def __init__(self, log_dir: Path):
+        self.log_dir = log_dir
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self) -> "Workers":
+        # Tasks left in the queues by an earlier, interrupted run would point at rows that no longer exist.
+        redis.Redis.from_url(settings.CELERY_BROKER_URL).delete("llm", "ratings")
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings.test",
+            "DATABASE_URL": _test_database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for service in WORKER_SERVICES:
+            log = open(self.log_dir / f"{service}.log", "ab")  # noqa: SIM115 - closed with the process
+            self.processes.append(
+                subprocess.Popen(
+                    compose_command(service), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+                )
+            )
+        self._wait_until_consuming()
+        return self
+
+    def _wait_until_consuming(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if {"llm", "ratings"} <= _consumed_queues():
+                return
+            if any(p.poll() is not None for p in self.processes):
+                break
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"Celery workers did not start; see the logs in {self.log_dir}")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes = []
+
+
+def wait_for(condition, *, timeout: float = 30, interval: float = 0.2, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"Timed out after {timeout} s waiting for {message}")

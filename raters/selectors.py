@@ -13,6 +13,13 @@ def rater_from_session(request: HttpRequest) -> Rater | None:
     return Rater.objects.select_related("study__tournament").filter(public_id=public_id).first()
 
 
+def rater_for_participant(*, study_id: int, participant_hash: str | None) -> Rater | None:
+    """The rater a panel participant already has in this study (open-link raters have no participant)."""
+    if participant_hash is None:
+        return None
+    return Rater.objects.filter(study_id=study_id, participant_hash=participant_hash).first()
+
+
 def study_open_for_anyone() -> Study | None:
     return Study.objects.filter(is_open=True, allows_open_entry=True).order_by("pk").first()
 

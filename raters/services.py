@@ -9,6 +9,7 @@ from config.errors import InvalidInput
 from raters.defaults import OPTIONAL_AXES, default_groups
 from raters.models import Axis, Country, Group, Rater, Study
 from raters.panel import keyed_hash, parse_panel_ids
+from raters.selectors import rater_for_participant
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,10 @@ def panel_entry_read(*, study: Study, params: Mapping[str, str]) -> PendingEntry
 
 def rater_create(*, entry: PendingEntry) -> Rater:
     """Record a consenting rater. A participant who already has a rater in this study gets that one back."""
+    existing = rater_for_participant(study_id=entry.study_id, participant_hash=entry.participant_hash)
+    if existing:
+        return existing
     fields = {"study_id": entry.study_id, "participant_hash": entry.participant_hash}
-    if entry.participant_hash is not None:
-        existing = Rater.objects.filter(**fields).first()
-        if existing:
-            return existing
     try:
         with transaction.atomic():
             return Rater.objects.create(

@@ -9,6 +9,7 @@ from raters.panel import InvalidPanelLink
 from raters.selectors import (
     SESSION_PENDING_KEY,
     SESSION_RATER_KEY,
+    rater_for_participant,
     rater_from_session,
     screener_groups,
     study_open_for_anyone,
@@ -37,7 +38,7 @@ def study_entry(request, study_slug: str):
         return render(
             request, "error.html", {"title": "This link is not valid", "message": str(exc)}, status=400
         )
-    returning = Rater.objects.filter(study=study, participant_hash=entry.participant_hash).first()
+    returning = rater_for_participant(study_id=study.pk, participant_hash=entry.participant_hash)
     if returning:
         _start_session(request, rater=returning)
         return redirect("raters:next")

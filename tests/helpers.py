@@ -1,8 +1,11 @@
 """Helpers shared by tests: driving a battle through its services without a worker."""
 
-from tournaments.models import Battle, Reply
-from tournaments.services import reply_generate, turn_submit
+from pathlib import Path
 
+from tournaments.models import Battle, Reply, Vote
+from tournaments.services import battle_start, reply_generate, turn_submit, vote_submit
+
+REPO = Path(__file__).resolve().parent.parent
 DIMENSIONS = ["core-task", "communication", "adaptiveness", "trust-safety", "overall"]
 
 
@@ -24,3 +27,10 @@ def chat_turns(battle: Battle, count: int) -> None:
 
 def verdict(outcome: str = "a", **overrides: str) -> dict[str, str]:
     return {slug: overrides.get(slug.replace("-", "_"), outcome) for slug in DIMENSIONS}
+
+
+def voted_battle(rater, outcome: str = "a", **overrides: str) -> tuple[Battle, Vote]:
+    """A new battle for the rater, chatted for three turns and voted on (not yet applied to ratings)."""
+    battle = battle_start(rater=rater)
+    chat_turns(battle, 3)
+    return battle, vote_submit(battle=battle, choices=verdict(outcome, **overrides))

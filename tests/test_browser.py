@@ -38,7 +38,12 @@ def page(monkeypatch):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context()
-        yield context.new_page()
+        page = context.new_page()
+        page.console_errors = []
+        page.on(
+            "console", lambda message: message.type == "error" and page.console_errors.append(message.text)
+        )
+        yield page
         context.close()
         browser.close()
         # While Playwright's loop runs, Django keeps this test's database connection apart from the
@@ -90,3 +95,5 @@ def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
     expect(board).to_contain_text("1 / 0 / 0")
     winner_row = board.locator("tr", has_text=model_a)
     expect(winner_row.get_by_test_id("battles")).to_have_text("1")
+    # Nothing was blocked by the content security policy or failed in the page's scripts.
+    assert page.console_errors == []

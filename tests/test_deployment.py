@@ -7,7 +7,8 @@ import subprocess
 import pytest
 import yaml
 
-from tests.workers import REPO, compose_command
+from tests.helpers import REPO
+from tests.workers import compose_command
 
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
@@ -48,24 +49,26 @@ def test_it_keeps_secrets_out_of_the_file():
     assert "env_file" in text
 
 
-def _compose_plugin_available() -> bool:
+def _compose_command() -> list[str] | None:
+    """`docker compose` where the plugin is installed, else the standalone `docker-compose`."""
     docker = shutil.which("docker")
-    if docker is None:
-        return False
-    return subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
+    if docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:
+        return [docker, "compose"]
+    standalone = shutil.which("docker-compose")
+    return [standalone] if standalone else None
 
 
 @pytest.mark.skipif(
-    not _compose_plugin_available(), reason="docker client with the compose plugin not installed"
+    _compose_command() is None, reason="neither docker compose nor docker-compose is installed"
 )
-def test_docker_compose_accepts_the_file(tmp_path):
+def test_docker_compose_accepts_the_file():
     env_file = REPO / ".env"
     created = not env_file.exists()
     if created:
         shutil.copy(REPO / ".env.example", env_file)
     try:
         result = subprocess.run(
-            ["docker", "compose", "config", "--quiet"], cwd=REPO, capture_output=True, text=True
+            [*_compose_command(), "config", "--quiet"], cwd=REPO, capture_output=True, text=True
         )
     finally:
         if created:

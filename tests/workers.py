@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import connection
 
 from config.celery_app import app as celery_app
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 WORKER_SERVICES = ("worker-llm", "worker-ratings")
 
 

@@ -114,6 +114,10 @@ def reply_generate(*, reply_id: int) -> None:
         return
     reply = Reply.objects.select_related("turn__battle__model_a", "turn__battle__model_b").get(pk=reply_id)
     battle = reply.turn.battle
+    if battle.state != Battle.State.ACTIVE:
+        # The other side already failed: no one will read this reply, so no provider is paid for it.
+        _reply_fail(reply, claimed_at=now, error="battle_ended")
+        return
     model = battle.model_a if reply.side == Side.A else battle.model_b
     try:
         text = complete(_provider_config(model), _conversation(reply))

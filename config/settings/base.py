@@ -3,6 +3,8 @@
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from csp.constants import NONE, SELF
+
 from config.env import env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -19,6 +21,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "csp",
     "raters",
     "tournaments",
     "leaderboard",
@@ -33,6 +36,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.errors.ApplicationErrorMiddleware",
 ]
@@ -82,6 +86,19 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 CSRF_FAILURE_VIEW = "config.views.csrf_failure"
+# Pages load scripts, styles and images from this site only; model output can never pull in anything.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "form-action": [SELF],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 
 def redis_url_with_db(url: str, db: int) -> str:

@@ -30,6 +30,9 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+if not SECURE_HSTS_PRELOAD:
+    # Preloading is hard to undo, so it stays an explicit decision for operators once HTTPS is settled.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
 # Turn off only to try the stack on localhost without HTTPS; cookies then travel in clear.
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", True)
 CSRF_TRUSTED_ORIGINS = [f"https://{host}" for host in ALLOWED_HOSTS if not host.startswith(".")]

@@ -1,15 +1,6 @@
 // Small progressive enhancements. Every page works without this file.
 "use strict";
 
-// Keep htmx to same-origin requests and never let swapped content run scripts.
-document.addEventListener("DOMContentLoaded", () => {
-  if (window.htmx) {
-    htmx.config.selfRequestsOnly = true;
-    htmx.config.allowScriptTags = false;
-    htmx.config.allowEval = false;
-  }
-});
-
 // In the battle composer, Enter sends and Shift+Enter starts a new line.
 document.addEventListener("keydown", (event) => {
   const field = event.target;

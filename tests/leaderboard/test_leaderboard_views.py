@@ -3,8 +3,7 @@ import re
 import pytest
 
 from leaderboard.services import ratings_apply_pending
-from tests.helpers import chat_turns, verdict
-from tournaments.services import battle_start, vote_submit
+from tests.helpers import voted_battle
 
 pytestmark = pytest.mark.django_db
 
@@ -24,9 +23,7 @@ def test_it_lists_every_model_at_the_prior_before_any_vote(client, tournament):
 
 
 def test_it_ranks_by_conservative_score_with_battle_counts(client, rater):
-    battle = battle_start(rater=rater)
-    chat_turns(battle, 3)
-    vote_submit(battle=battle, choices=verdict("a"))
+    battle, _ = voted_battle(rater, "a")
     ratings_apply_pending()
     rows = board_rows(client.get("/leaderboard/?dimension=overall").content.decode())
     assert rows[0][1].startswith(battle.model_a.name)
@@ -36,9 +33,7 @@ def test_it_ranks_by_conservative_score_with_battle_counts(client, rater):
 
 
 def test_it_shows_a_groups_own_board(client, rater):
-    battle = battle_start(rater=rater)
-    chat_turns(battle, 3)
-    vote_submit(battle=battle, choices=verdict("a"))
+    voted_battle(rater, "a")
     ratings_apply_pending()
     mine = board_rows(client.get("/leaderboard/?group=us-age-18-34").content.decode())
     others = board_rows(client.get("/leaderboard/?group=uk-age-55-plus").content.decode())

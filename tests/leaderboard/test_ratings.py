@@ -4,16 +4,9 @@ import trueskill
 from leaderboard.live_trueskill import DEFAULT_MU, DEFAULT_SIGMA, rate_outcome
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.services import ratings_apply_pending, ratings_apply_vote
-from tests.helpers import chat_turns, verdict
-from tournaments.services import battle_start, vote_submit
+from tests.helpers import voted_battle
 
 pytestmark = pytest.mark.django_db
-
-
-def voted_battle(rater, **choices):
-    battle = battle_start(rater=rater)
-    chat_turns(battle, 3)
-    return battle, vote_submit(battle=battle, choices=verdict(**choices))
 
 
 def snapshot():

@@ -157,3 +157,15 @@ def test_it_keeps_one_vote_per_battle_and_treats_a_repeat_as_the_same_vote(rater
     with pytest.raises(Conflict, match="already voted"):
         vote_submit(battle=battle, choices=verdict("b"))
     assert Vote.objects.count() == 1
+
+
+def test_it_does_not_pay_for_a_reply_once_the_battle_is_set_aside(rater, fake_llm):
+    from tests.fake_llm import Status
+
+    battle = battle_start(rater=rater)
+    fake_llm.script(battle.model_a.api_model, Status(500))
+    turn = turn_submit(battle=battle, message="Hello")
+    reply_generate(reply_id=Reply.objects.get(turn=turn, side="a").pk)
+    reply_generate(reply_id=Reply.objects.get(turn=turn, side="b").pk)
+    assert [r["json"]["model"] for r in fake_llm.requests] == [battle.model_a.api_model]
+    assert Reply.objects.get(side="b").error == "battle_ended"

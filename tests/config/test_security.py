@@ -1,0 +1,56 @@
+import os
+import secrets
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_sends_a_strict_content_security_policy_and_frame_denial(client):
+    response = client.get("/")
+    policy = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    assert "img-src 'self' data:" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert response.headers["X-Frame-Options"] == "DENY"
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "same-origin"
+
+
+def test_it_configures_htmx_to_refuse_scripts_and_other_origins(client):
+    page = client.get("/").content.decode()
+    assert '"selfRequestsOnly": true' in page and '"allowScriptTags": false' in page
+    assert '"allowEval": false' in page
+
+
+def test_production_settings_pass_the_deploy_checks():
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.prod",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "PANEL_ID_HMAC_KEY": secrets.token_urlsafe(20),
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_production_settings_refuse_to_start_without_secrets():
+    env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SECRET_KEY", "PANEL_ID_HMAC_KEY"}}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings.prod"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY is required" in result.stderr

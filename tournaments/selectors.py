@@ -13,10 +13,11 @@ class TurnView:
     # Both replies are shown together once both are done, so reply speed cannot hint at which model is which.
     reply_a: str | None
     reply_b: str | None
+    failed: bool = False
 
     @property
     def waiting(self) -> bool:
-        return self.reply_a is None
+        return self.reply_a is None and not self.failed
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class BattleView:
 
     @property
     def waiting(self) -> bool:
-        return any(t.waiting for t in self.turns)
+        return not self.is_void and any(t.waiting for t in self.turns)
 
     @property
     def is_void(self) -> bool:
@@ -73,13 +74,15 @@ def battle_view(*, battle: Battle) -> BattleView:
         entry[reply.side] = reply
     turns = []
     for index, entry in sorted(by_turn.items()):
-        both_done = all(entry[side].state == Reply.State.DONE for side in Side.values)
+        states = {entry[side].state for side in Side.values}
+        both_done = states == {Reply.State.DONE}
         turns.append(
             TurnView(
                 index=index,
                 message=entry["message"],
                 reply_a=entry[Side.A].content if both_done else None,
                 reply_b=entry[Side.B].content if both_done else None,
+                failed=Reply.State.FAILED in states,
             )
         )
     return BattleView(

@@ -131,3 +131,16 @@ def test_it_rejects_a_vote_without_a_csrf_token(rater):
     response = client.post(f"/battle/{battle.public_id}/vote/", verdict())
     assert response.status_code == 403
     assert Vote.objects.count() == 0
+
+
+def test_it_stops_polling_and_explains_when_a_side_fails(rater, rater_client, fake_llm):
+    from tests.fake_llm import Status
+
+    battle = battle_start(rater=rater)
+    fake_llm.script(battle.model_b.api_model, Status(500, "upstream says: model-x overloaded"))
+    chat(battle, "Hello")
+    fragment = rater_client.get(f"/battle/{battle.public_id}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "every 1s" not in fragment
+    assert "is writing" not in fragment
+    assert "set aside" in fragment and "Start a new battle" in fragment
+    assert "overloaded" not in fragment and "upstream" not in fragment

@@ -76,7 +76,7 @@ def board_choices(*, tournament_slug: str | None, dimension_slug: str | None, gr
         dimension = dimensions.filter(slug="overall").first() or dimensions.first()
     group = None
     if group_slug:
-        group = Group.objects.filter(slug=group_slug).first()
+        group = Group.objects.select_related("axis__country").filter(slug=group_slug).first()
         if group is None:
             raise NotFound(f"There is no group called '{group_slug}'.")
     return tournament, dimension, group
@@ -85,6 +85,6 @@ def board_choices(*, tournament_slug: str | None, dimension_slug: str | None, gr
 def groups_by_country_and_axis() -> list[tuple[str, list[Group]]]:
     """Groups for the board selector, as (heading, groups) in display order."""
     sections: dict[str, list[Group]] = {}
-    for group in Group.objects.order_by("-country", "axis", "position"):
-        sections.setdefault(f"{group.get_country_display()} · {group.get_axis_display()}", []).append(group)
+    for group in Group.objects.select_related("axis__country"):
+        sections.setdefault(f"{group.axis.country.name} · {group.axis.label}", []).append(group)
     return list(sections.items())

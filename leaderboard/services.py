@@ -14,7 +14,7 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
     vote, so a repeat (a redelivered task, a reconciler pass) changes nothing. Returns whether it applied.
     """
     with transaction.atomic():
-        vote = Vote.objects.select_for_update().select_related("battle__rater").get(pk=vote_id)
+        vote = Vote.objects.select_for_update(of=("self",)).select_related("battle__rater").get(pk=vote_id)
         if AppliedVote.objects.filter(vote=vote).exists():
             return False
         battle = vote.battle
@@ -79,9 +79,20 @@ def _update_pair(rating_a: Rating, rating_b: Rating, *, outcome: str, draw_proba
         loser.losses += 1
 
 
-def ratings_apply_pending(*, up_to_vote_id: int | None = None) -> int:
+def ratings_apply_pending(*, up_to_vote_id: int | None = None, tournament_id: int | None = None) -> int:
     """Apply every vote not yet applied, oldest first, so ratings follow vote order. Returns how many."""
     pending = Vote.objects.filter(applied__isnull=True).order_by("pk")
     if up_to_vote_id is not None:
         pending = pending.filter(pk__lte=up_to_vote_id)
+    if tournament_id is not None:
+        pending = pending.filter(battle__tournament_id=tournament_id)
     return sum(ratings_apply_vote(vote_id=vote_id) for vote_id in pending.values_list("pk", flat=True))
+
+
+def ratings_replay(*, tournament_id: int) -> int:
+    """Rebuild every live rating of a tournament from its vote log, in vote order. Used after votes are
+    removed (erasure); readers keep seeing the old ratings until the rebuilt ones commit."""
+    with transaction.atomic():
+        Rating.objects.filter(dimension__tournament_id=tournament_id).delete()
+        AppliedVote.objects.filter(vote__battle__tournament_id=tournament_id).delete()
+        return ratings_apply_pending(tournament_id=tournament_id)

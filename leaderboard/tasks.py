@@ -12,3 +12,8 @@ def apply_votes(vote_id: int) -> int:
 @shared_task
 def reconcile_ratings() -> int:
     return services.ratings_apply_pending()
+
+
+@shared_task
+def replay_ratings(tournament_id: int) -> int:
+    return services.ratings_replay(tournament_id=tournament_id)

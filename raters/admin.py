@@ -1,23 +1,101 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
 
-from raters.models import Group, Rater, Study
+from raters.models import Axis, Country, ErasureRecord, Group, Quota, Rater, Study
+from raters.services import rater_erase
+
+
+class AxisInline(admin.TabularInline):
+    model = Axis
+    extra = 0
+
+
+@admin.register(Country)
+class CountryAdmin(admin.ModelAdmin):
+    list_display = ["name", "code", "position"]
+    inlines = [AxisInline]
+
+
+class GroupInline(admin.TabularInline):
+    model = Group
+    extra = 0
+    prepopulated_fields = {"slug": ["label"]}
+
+
+@admin.register(Axis)
+class AxisAdmin(admin.ModelAdmin):
+    list_display = ["label", "country", "question", "allows_decline", "position"]
+    list_filter = ["country"]
+    inlines = [GroupInline]
 
 
 @admin.register(Group)
 class GroupAdmin(admin.ModelAdmin):
-    list_display = ["label", "country", "axis", "slug", "position"]
-    list_filter = ["country", "axis"]
+    list_display = ["label", "axis", "slug", "position"]
+    list_filter = ["axis__country", "axis"]
 
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "tournament", "is_open", "allows_open_entry", "created_at"]
+    list_display = ["name", "slug", "tournament", "is_open", "allows_open_entry", "panel", "dashboard"]
     prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["countries"]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "tournament", "is_open", "allows_open_entry", "countries"]}),
+        ("Panel", {"fields": ["panel", "external_study_id", "return_url"]}),
+        ("Codes", {"fields": ["completion_code", "screen_out_code", "quota_full_code"]}),
+        ("Session", {"fields": ["battles_per_session", "abandon_after_minutes"]}),
+    ]
+
+    @admin.display(description="Quotas")
+    def dashboard(self, study):
+        return format_html('<a href="{}">dashboard</a>', reverse("raters:staff_study", args=[study.slug]))
+
+
+@admin.register(Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = ["label", "study", "target", "admitted"]
+    list_editable = ["target"]
+    list_filter = ["study"]
+    readonly_fields = ["label", "cell_key", "admitted"]
+    exclude = ["groups"]
+
+    def has_add_permission(self, request):
+        # Quotas are made from census presets on the study dashboard, which keeps cell keys consistent.
+        return False
 
 
 @admin.register(Rater)
 class RaterAdmin(admin.ModelAdmin):
-    list_display = ["public_id", "study", "source", "country", "consented_at", "screened_at"]
-    list_filter = ["study", "source", "country"]
-    readonly_fields = ["public_id", "participant_hash", "panel_session_hash", "created_at"]
+    list_display = ["public_id", "study", "source", "status", "country", "consented_at", "admitted_at"]
+    list_filter = ["study", "source", "status", "country"]
+    readonly_fields = [
+        "public_id",
+        "participant_hash",
+        "panel_session_hash",
+        "status",
+        "admitted_at",
+        "completed_at",
+        "created_at",
+    ]
     filter_horizontal = ["groups"]
+    actions = ["erase"]
+
+    @admin.action(description="Erase the selected raters' data and votes (ratings are rebuilt)")
+    def erase(self, request, queryset):
+        erased = [rater_erase(rater=rater, erased_by=request.user.get_username()) for rater in queryset]
+        self.message_user(
+            request, f"Erased {len(erased)} rater(s); ratings are being rebuilt.", messages.SUCCESS
+        )
+
+
+@admin.register(ErasureRecord)
+class ErasureRecordAdmin(admin.ModelAdmin):
+    list_display = ["rater_public_id", "study", "erased_by", "votes_removed", "battles_removed", "erased_at"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,44 +1,72 @@
 import uuid
 
+from django.core.validators import MinValueValidator
 from django.db import models
+from django.db.models import Q
 
 
-class Country(models.TextChoices):
-    US = "US", "United States"
-    UK = "UK", "United Kingdom"
+class Country(models.Model):
+    """A country raters can live in; each has its own screener axes and options."""
+
+    code = models.CharField(max_length=3, unique=True, help_text="Short code, e.g. US or UK.")
+    name = models.CharField(max_length=80)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "name"]
+        verbose_name_plural = "countries"
+
+    def __str__(self):
+        return self.name
 
 
-class Axis(models.TextChoices):
-    AGE = "age", "Age"
-    ETHNICITY = "ethnicity", "Ethnicity"
-    POLITICS = "politics", "Political affiliation"
+class Axis(models.Model):
+    """One screener question within one country, e.g. "Age band" in the US."""
+
+    country = models.ForeignKey(Country, on_delete=models.CASCADE, related_name="axes")
+    slug = models.SlugField(max_length=40, help_text="e.g. age, ethnicity, politics")
+    label = models.CharField(max_length=80, help_text="Short name shown on boards, e.g. 'Age'.")
+    question = models.CharField(max_length=200, help_text="The screener's question.")
+    allows_decline = models.BooleanField(
+        default=False,
+        help_text="Offer 'Prefer not to say': the rater then has no group on this axis (pooled board only).",
+    )
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["country", "position"]
+        verbose_name_plural = "axes"
+        constraints = [
+            models.UniqueConstraint(fields=["country", "slug"], name="axis_unique_slug_per_country")
+        ]
+
+    def __str__(self):
+        return f"{self.country.code} · {self.label}"
 
 
 class Group(models.Model):
-    """One option on one demographic axis within one country, e.g. "US, age 55+".
-
-    A rater belongs to at most one group per axis; a rater who prefers not to say belongs to none on that
-    axis and still counts on the pooled board.
-    """
+    """One option on one axis within one country, e.g. "US, age 55+". A rater belongs to at most one
+    group per axis."""
 
     slug = models.SlugField(max_length=60, unique=True)
-    country = models.CharField(max_length=2, choices=Country.choices)
-    axis = models.CharField(max_length=20, choices=Axis.choices)
+    axis = models.ForeignKey(Axis, on_delete=models.CASCADE, related_name="groups")
     label = models.CharField(max_length=80)
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
-        ordering = ["country", "axis", "position"]
-        constraints = [
-            models.UniqueConstraint(fields=["country", "axis", "label"], name="group_unique_label_per_axis"),
-        ]
+        ordering = ["axis__country__position", "axis__position", "position"]
+        constraints = [models.UniqueConstraint(fields=["axis", "label"], name="group_unique_label_per_axis")]
 
     def __str__(self):
-        return f"{self.country} · {self.get_axis_display()} · {self.label}"
+        return f"{self.axis} · {self.label}"
 
 
 class Study(models.Model):
-    """A recruitment campaign for one tournament: where panel links and the open demo link land."""
+    """A recruitment campaign for one tournament: where panel links land, and its sampling quotas."""
+
+    class Panel(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific (PROLIFIC_PID, STUDY_ID, SESSION_ID)"
+        GENERIC = "generic", "Generic (pid, study, session)"
 
     slug = models.SlugField(max_length=60, unique=True)
     name = models.CharField(max_length=120)
@@ -47,6 +75,40 @@ class Study(models.Model):
     allows_open_entry = models.BooleanField(
         default=False,
         help_text="Anyone may start rating from the site's 'Rate models' link, without a panel id.",
+    )
+    panel = models.CharField(
+        max_length=10,
+        choices=Panel.choices,
+        default=Panel.PROLIFIC,
+        help_text="Which URL parameters carry the ids.",
+    )
+    external_study_id = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="If set, links must carry this study id (e.g. Prolific's STUDY_ID).",
+    )
+    countries = models.ManyToManyField(
+        Country, blank=True, help_text="Raters from other countries are screened out. Empty: any country."
+    )
+    completion_code = models.CharField(max_length=64, blank=True)
+    screen_out_code = models.CharField(max_length=64, blank=True)
+    quota_full_code = models.CharField(max_length=64, blank=True)
+    return_url = models.URLField(
+        max_length=300,
+        blank=True,
+        help_text="Where raters go back to, with {code} for the code, e.g. "
+        "https://app.prolific.com/submissions/complete?cc={code}",
+    )
+    battles_per_session = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Empty: no limit (open demo studies).",
+    )
+    abandon_after_minutes = models.PositiveIntegerField(
+        default=60,
+        validators=[MinValueValidator(1)],
+        help_text="An admitted rater with no vote after this long gives their quota slots back.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -62,26 +124,38 @@ class Rater(models.Model):
         PANEL = "panel", "Panel link"
         OPEN = "open", "Open link"
 
+    class Status(models.TextChoices):
+        CONSENTED = "consented", "Consented, not screened"
+        ADMITTED = "admitted", "Admitted"
+        SCREENED_OUT = "screened_out", "Screened out"
+        QUOTA_FULL = "quota_full", "Quota full"
+        COMPLETED = "completed", "Completed"
+        RELEASED = "released", "Slot released (abandoned)"
+        # Set by quality control (three strikes); counted as "struck" on the quota dashboard.
+        EXCLUDED = "excluded", "Excluded by quality control"
+
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="raters")
     source = models.CharField(max_length=10, choices=Source.choices)
-    # Keyed hashes (HMAC-SHA256) of the panel's ids; the raw ids are never stored.
-    # NULL, not "", for open-link raters: NULLs never collide in the one-rater-per-participant constraint.
+    # Keyed hashes (HMAC-SHA256) of the panel's ids; the raw ids are never stored. NULL, not "", for
+    # open-link raters: NULLs never collide in the one-rater-per-participant constraint.
     participant_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001
     panel_session_hash = models.CharField(max_length=64, blank=True, editable=False)
+    status = models.CharField(max_length=15, choices=Status.choices, default=Status.CONSENTED)
     consented_at = models.DateTimeField()
-    country = models.CharField(max_length=2, choices=Country.choices, blank=True)
+    country = models.ForeignKey(Country, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     screened_at = models.DateTimeField(null=True, blank=True)
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
     groups = models.ManyToManyField(Group, blank=True, related_name="raters")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
-            # NULLs are distinct, so open-link raters (no participant id) are not limited by this.
             models.UniqueConstraint(fields=["study", "participant_hash"], name="rater_one_per_participant"),
             models.CheckConstraint(
-                condition=models.Q(source="open", participant_hash__isnull=True)
-                | models.Q(source="panel", participant_hash__isnull=False),
+                condition=Q(source="open", participant_hash__isnull=True)
+                | Q(source="panel", participant_hash__isnull=False),
                 name="rater_panel_has_participant",
             ),
         ]
@@ -92,3 +166,51 @@ class Rater(models.Model):
     @property
     def is_screened(self) -> bool:
         return self.screened_at is not None
+
+
+class Quota(models.Model):
+    """A sampling target for one study: one group (a marginal quota) or one cell of groups on different
+    axes of one country (an interlocking quota). `admitted` counts the raters holding a slot now."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="quotas")
+    groups = models.ManyToManyField(Group, related_name="+")
+    # Sorted group ids joined by "-": how admission finds a rater's quotas without a join per axis.
+    cell_key = models.CharField(max_length=200, editable=False)
+    label = models.CharField(max_length=300, editable=False)
+    target = models.PositiveIntegerField()
+    admitted = models.PositiveIntegerField(default=0, editable=False)
+
+    class Meta:
+        ordering = ["study", "pk"]
+        constraints = [models.UniqueConstraint(fields=["study", "cell_key"], name="quota_unique_cell")]
+
+    def __str__(self):
+        return f"{self.study}: {self.label}"
+
+
+class QuotaSlot(models.Model):
+    """A rater holding a place in a quota."""
+
+    quota = models.ForeignKey(Quota, on_delete=models.CASCADE, related_name="slots")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="quota_slots")
+    taken_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["quota", "rater"], name="quotaslot_one_per_rater")]
+
+    def __str__(self):
+        return f"{self.rater} in {self.quota}"
+
+
+class ErasureRecord(models.Model):
+    """Audit trail of erasures: what was removed and by whom, never what it contained."""
+
+    rater_public_id = models.UUIDField()
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="+")
+    erased_by = models.CharField(max_length=150, help_text="Staff username, or 'command' for the CLI.")
+    votes_removed = models.PositiveIntegerField()
+    battles_removed = models.PositiveIntegerField()
+    erased_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"Erasure of {self.rater_public_id} at {self.erased_at:%Y-%m-%d %H:%M}"

@@ -1,15 +1,20 @@
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from config.errors import InvalidInput
-from raters.defaults import OPTIONAL_AXES, default_groups
-from raters.models import Axis, Country, Group, Rater, Study
-from raters.panel import keyed_hash, parse_panel_ids
+from raters.census import PRESETS, independent_cells, largest_remainder
+from raters.defaults import AXES, COUNTRIES, default_options, group_slug
+from raters.models import Axis, Country, ErasureRecord, Group, Quota, QuotaSlot, Rater, Study
+from raters.panel import InvalidPanelLink, keyed_hash, parse_panel_ids
 from raters.selectors import rater_for_participant
+from tournaments.models import Battle, Vote
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,12 @@ class PendingEntry:
 
 def panel_entry_read(*, study: Study, params: Mapping[str, str]) -> PendingEntry:
     """Validate a panel link's ids (raising `InvalidPanelLink`) and key them for storage."""
-    ids = parse_panel_ids(params)
+    ids = parse_panel_ids(params, panel=study.panel)
+    if study.external_study_id and ids.study != study.external_study_id:
+        raise InvalidPanelLink(
+            "This link belongs to a different study. Please go back to the panel and open this study's link "
+            "from there."
+        )
     return PendingEntry(
         study_id=study.pk,
         participant_hash=keyed_hash(settings.PANEL_ID_HMAC_KEY, ids.participant),
@@ -57,35 +67,278 @@ def rater_create(*, entry: PendingEntry) -> Rater:
         return Rater.objects.get(**fields)
 
 
-def rater_screen(*, rater: Rater, country: str, answers: Mapping[str, str]) -> Rater:
-    """Store the screener's answers: one group per axis, or none where the rater preferred not to say."""
-    if country not in Country.values:
+def rater_screen(*, rater: Rater, country_code: str, answers: Mapping[str, str]) -> Rater:
+    """Store the screener's answers: one group per axis of the rater's country, or none where the axis
+    allows declining and the rater preferred not to say. Answering again changes nothing."""
+    if rater.is_screened:
+        return rater
+    country = Country.objects.filter(code=country_code).first()
+    if country is None:
         raise InvalidInput("Please choose the country you live in.")
     chosen = []
-    for axis in Axis.values:
-        slug = answers.get(axis, "")
+    for axis in country.axes.all():
+        slug = answers.get(axis.slug, "")
         if not slug:
-            if axis not in OPTIONAL_AXES:
-                raise InvalidInput(f"Please answer the question about your {Axis(axis).label.lower()}.")
+            if not axis.allows_decline:
+                raise InvalidInput(f"Please answer the question about your {axis.label.lower()}.")
             continue
-        group = Group.objects.filter(slug=slug, country=country, axis=axis).first()
+        group = axis.groups.filter(slug=slug).first()
         if group is None:
-            raise InvalidInput(
-                f"That answer about your {Axis(axis).label.lower()} is not one of the options."
-            )
+            raise InvalidInput(f"That answer about your {axis.label.lower()} is not one of the options.")
         chosen.append(group)
     with transaction.atomic():
-        rater.country = country
-        rater.screened_at = timezone.now()
-        rater.save(update_fields=["country", "screened_at"])
-        rater.groups.set(chosen)
+        updated = Rater.objects.filter(pk=rater.pk, screened_at__isnull=True).update(
+            country=country, screened_at=timezone.now()
+        )
+        if updated:
+            rater.groups.set(chosen)
+    rater.refresh_from_db()
     return rater
 
 
 def groups_ensure_defaults() -> int:
-    """Create any of the 22 default groups that are missing. Returns how many were created."""
+    """Create whatever is missing of the default frame: the countries, their axes and the 22 groups.
+    Returns how many groups were created."""
     created = 0
-    for fields in default_groups():
-        _, was_created = Group.objects.get_or_create(slug=fields["slug"], defaults=fields)
-        created += was_created
+    for country_position, (code, name) in enumerate(COUNTRIES):
+        country, _ = Country.objects.get_or_create(
+            code=code, defaults={"name": name, "position": country_position}
+        )
+        options = default_options(code)
+        for axis_position, (slug, label, question, allows_decline) in enumerate(AXES):
+            axis, _ = Axis.objects.get_or_create(
+                country=country,
+                slug=slug,
+                defaults={
+                    "label": label,
+                    "question": question,
+                    "allows_decline": allows_decline,
+                    "position": axis_position,
+                },
+            )
+            for position, option in enumerate(options[slug]):
+                _, was_created = Group.objects.get_or_create(
+                    slug=group_slug(code, slug, option),
+                    defaults={"axis": axis, "label": option, "position": position},
+                )
+                created += was_created
     return created
+
+
+class _QuotaFull(Exception):
+    pass
+
+
+def rater_admit(*, rater: Rater) -> Rater:
+    """Decide whether a screened rater may rate: screened out when the study does not sample their
+    country; admitted when every quota they need has room, taking one slot in each; quota full otherwise.
+
+    All in one transaction: each slot is taken by a conditional UPDATE (admitted < target), quotas in
+    primary-key order so concurrent admissions cannot deadlock, and a full quota undoes the slots already
+    taken. Deciding again for a rater who is already decided changes nothing.
+    """
+    with transaction.atomic():
+        # Lock only the rater row (not the joined study), so admissions to one study run side by side.
+        rater = Rater.objects.select_for_update(of=("self",)).select_related("study").get(pk=rater.pk)
+        if not rater.is_screened or rater.status not in (Rater.Status.CONSENTED, Rater.Status.RELEASED):
+            return rater
+        study = rater.study
+        if study.countries.exists() and not study.countries.filter(pk=rater.country_id).exists():
+            return _rater_decided(rater, Rater.Status.SCREENED_OUT)
+        keys = _needed_cell_keys(study, rater)
+        quotas = list(Quota.objects.filter(study=study, cell_key__in=keys).order_by("pk"))
+        # A kind of quota the study sets, with no row for this rater's cell, means a target of zero.
+        if len(quotas) < len(keys) or not _take_slots(rater, quotas):
+            return _rater_decided(rater, Rater.Status.QUOTA_FULL)
+        return _rater_decided(rater, Rater.Status.ADMITTED)
+
+
+def _rater_decided(rater: Rater, status: str) -> Rater:
+    rater.status = status
+    rater.admitted_at = timezone.now() if status == Rater.Status.ADMITTED else None
+    rater.save(update_fields=["status", "admitted_at"])
+    return rater
+
+
+def cell_key(group_ids) -> str:
+    return "-".join(str(group_id) for group_id in sorted(group_ids))
+
+
+def _needed_cell_keys(study: Study, rater: Rater) -> set[str]:
+    """The rater's cell for each kind of quota the study sets in their country.
+
+    A kind is a set of axes: one axis for marginal quotas, several for interlocking ones. It applies to
+    raters who answered all of its axes; "prefer not to say" on an axis exempts the rater from it.
+    """
+    group_by_axis = {group.axis_id: group.pk for group in rater.groups.all()}
+    axes_by_quota: dict[int, set[int]] = defaultdict(set)
+    memberships = Quota.groups.through.objects.filter(
+        quota__study=study, group__axis__country_id=rater.country_id
+    )
+    for quota_id, axis_id in memberships.values_list("quota_id", "group__axis_id"):
+        axes_by_quota[quota_id].add(axis_id)
+    kinds = {frozenset(axes) for axes in axes_by_quota.values()}
+    return {cell_key(group_by_axis[axis] for axis in kind) for kind in kinds if kind <= group_by_axis.keys()}
+
+
+def _take_slots(rater: Rater, quotas: list[Quota]) -> bool:
+    try:
+        with transaction.atomic():
+            for quota in quotas:
+                taken = Quota.objects.filter(pk=quota.pk, admitted__lt=F("target")).update(
+                    admitted=F("admitted") + 1
+                )
+                if taken != 1:
+                    raise _QuotaFull
+            QuotaSlot.objects.bulk_create(QuotaSlot(quota=quota, rater=rater) for quota in quotas)
+    except _QuotaFull:
+        return False
+    return True
+
+
+def rater_complete_if_done(*, rater: Rater) -> Rater:
+    """Mark an admitted rater's session complete once they have voted on the study's number of battles."""
+    limit = rater.study.battles_per_session
+    if rater.status != Rater.Status.ADMITTED or limit is None:
+        return rater
+    if Vote.objects.filter(battle__rater=rater).count() >= limit:
+        Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
+            status=Rater.Status.COMPLETED, completed_at=timezone.now()
+        )
+        rater.refresh_from_db()
+    return rater
+
+
+def rater_release(*, rater: Rater) -> bool:
+    """Give an admitted rater's quota slots back. Returns whether this call released them."""
+    with transaction.atomic():
+        if not Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
+            status=Rater.Status.RELEASED
+        ):
+            return False
+        _give_back_slots(rater)
+    return True
+
+
+def _give_back_slots(rater: Rater) -> None:
+    for quota_id in rater.quota_slots.order_by("quota_id").values_list("quota_id", flat=True):
+        Quota.objects.filter(pk=quota_id).update(admitted=F("admitted") - 1)
+    rater.quota_slots.all().delete()
+
+
+def raters_release_abandoned() -> int:
+    """Release the slots of admitted raters who have not voted within their study's abandon time."""
+    now = timezone.now()
+    released = 0
+    for study in Study.objects.filter(raters__status=Rater.Status.ADMITTED).distinct():
+        abandoned = study.raters.filter(
+            status=Rater.Status.ADMITTED, admitted_at__lt=now - timedelta(minutes=study.abandon_after_minutes)
+        ).exclude(Exists(Vote.objects.filter(battle__rater=OuterRef("pk"))))
+        released += sum(rater_release(rater=rater) for rater in abandoned)
+    return released
+
+
+def quota_set(*, study: Study, groups: list[Group], target: int) -> Quota:
+    """Create or retarget the quota for one group (marginal) or one cell of groups (interlocking)."""
+    if target < 0:
+        raise InvalidInput("A quota target cannot be negative.")
+    if not groups:
+        raise InvalidInput("A quota needs at least one group.")
+    if len({group.axis.country_id for group in groups}) != 1:
+        raise InvalidInput("All groups of a quota must be in the same country.")
+    if len({group.axis_id for group in groups}) != len(groups):
+        raise InvalidInput("A quota cell takes at most one group per axis.")
+    ordered = sorted(groups, key=lambda group: group.axis.position)
+    label = f"{ordered[0].axis.country.code}: " + " × ".join(f"{g.axis.label} {g.label}" for g in ordered)  # noqa: RUF001
+    with transaction.atomic():
+        quota, created = Quota.objects.get_or_create(
+            study=study, cell_key=cell_key(g.pk for g in groups), defaults={"target": target, "label": label}
+        )
+        if created:
+            quota.groups.set(groups)
+        elif quota.target != target:
+            quota.target = target
+            quota.save(update_fields=["target"])
+    return quota
+
+
+def quota_target_update(*, quota: Quota, target: int) -> Quota:
+    """Change a target. Lowering it below the raters already admitted closes the quota; nobody is removed."""
+    if target < 0:
+        raise InvalidInput("A quota target cannot be negative.")
+    Quota.objects.filter(pk=quota.pk).update(target=target)
+    quota.refresh_from_db()
+    return quota
+
+
+def quotas_apply_census_preset(
+    *, study: Study, country_code: str, total: int, marginal: bool, interlocking: bool
+) -> list[Quota]:
+    """Fill targets for one country from its census preset for a total sample size: one quota per group
+    (marginal), one per cell of all axes (interlocking, from the margins assuming independence), or both."""
+    if total < 1:
+        raise InvalidInput("The total sample size must be at least 1.")
+    if not (marginal or interlocking):
+        raise InvalidInput("Choose marginal quotas, interlocking quotas or both.")
+    preset = PRESETS.get(country_code)
+    if preset is None:
+        raise InvalidInput(
+            f"There is no census preset for {country_code}; presets exist for {', '.join(PRESETS)}."
+        )
+    groups = _groups_by_axis_and_label(country_code, preset)
+    quotas = []
+    with transaction.atomic():
+        if marginal:
+            for axis_slug, axis_shares in preset.items():
+                for label, target in largest_remainder(axis_shares.shares, total).items():
+                    quotas.append(quota_set(study=study, groups=[groups[axis_slug][label]], target=target))
+        if interlocking:
+            margins = {axis_slug: axis_shares.shares for axis_slug, axis_shares in preset.items()}
+            for cell, target in independent_cells(margins, total).items():
+                cell_groups = [
+                    groups[axis_slug][label] for axis_slug, label in zip(margins, cell, strict=True)
+                ]
+                quotas.append(quota_set(study=study, groups=cell_groups, target=target))
+    return quotas
+
+
+def _groups_by_axis_and_label(country_code: str, preset: Mapping) -> dict[str, dict[str, Group]]:
+    groups: dict[str, dict[str, Group]] = defaultdict(dict)
+    for group in Group.objects.filter(axis__country__code=country_code).select_related("axis__country"):
+        groups[group.axis.slug][group.label] = group
+    for axis_slug, axis_shares in preset.items():
+        missing = [label for label in axis_shares.shares if label not in groups.get(axis_slug, {})]
+        if missing:
+            raise InvalidInput(
+                f"The {country_code} census preset needs groups that this site does not have on axis "
+                f"'{axis_slug}': {', '.join(missing)}. Add them or set the targets by hand."
+            )
+    return groups
+
+
+def rater_erase(*, rater: Rater, erased_by: str) -> ErasureRecord:
+    """Delete a rater's personal data, battles and votes, keep an audit record of the erasure, and have
+    the live ratings of the affected tournaments rebuilt from the remaining votes."""
+    from leaderboard.tasks import replay_ratings
+
+    with transaction.atomic():
+        rater = Rater.objects.select_for_update().get(pk=rater.pk)
+        if rater.status != Rater.Status.COMPLETED:
+            # A completed rater's slot stays filled: the study did collect that session.
+            _give_back_slots(rater)
+        battles = Battle.objects.filter(rater=rater)
+        votes = Vote.objects.filter(battle__in=battles)
+        tournament_ids = set(votes.values_list("battle__tournament_id", flat=True))
+        record = ErasureRecord.objects.create(
+            rater_public_id=rater.public_id,
+            study=rater.study,
+            erased_by=erased_by,
+            votes_removed=votes.count(),
+            battles_removed=battles.count(),
+        )
+        votes.delete()
+        battles.delete()
+        rater.delete()
+        for tournament_id in tournament_ids:
+            replay_ratings.delay_on_commit(tournament_id)
+    return record

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from raters import views
+from raters import staff_views, views
 
 app_name = "raters"
 
@@ -10,4 +10,16 @@ urlpatterns = [
     path("rate/consent/", views.consent, name="consent"),
     path("rate/screener/", views.screener, name="screener"),
     path("rate/next/", views.next_step, name="next"),
+    path("staff/studies/", staff_views.study_list, name="staff_studies"),
+    path("staff/studies/<slug:study_slug>/", staff_views.study_dashboard, name="staff_study"),
+    path("staff/studies/<slug:study_slug>/quotas.csv", staff_views.study_quotas_csv, name="staff_study_csv"),
+    path("staff/studies/<slug:study_slug>/open/", staff_views.study_set_open, name="staff_study_open"),
+    path(
+        "staff/studies/<slug:study_slug>/preset/", staff_views.study_apply_preset, name="staff_study_preset"
+    ),
+    path(
+        "staff/studies/<slug:study_slug>/quotas/<int:quota_id>/target/",
+        staff_views.quota_set_target,
+        name="staff_quota_target",
+    ),
 ]

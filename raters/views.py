@@ -3,18 +3,25 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput
 from raters.decorators import rater_required
-from raters.defaults import OPTIONAL_AXES
-from raters.models import Axis, Country, Rater, Study
+from raters.models import Country, Rater, Study
 from raters.panel import InvalidPanelLink
 from raters.selectors import (
     SESSION_PENDING_KEY,
     SESSION_RATER_KEY,
     rater_for_participant,
     rater_from_session,
-    screener_groups,
+    rater_outcome,
+    screener_countries,
     study_open_for_anyone,
 )
-from raters.services import PendingEntry, panel_entry_read, rater_create, rater_screen
+from raters.services import (
+    PendingEntry,
+    panel_entry_read,
+    rater_admit,
+    rater_complete_if_done,
+    rater_create,
+    rater_screen,
+)
 
 
 def _start_session(request, *, rater: Rater | None = None, entry: PendingEntry | None = None) -> None:
@@ -30,8 +37,6 @@ def _start_session(request, *, rater: Rater | None = None, entry: PendingEntry |
 def study_entry(request, study_slug: str):
     """Where a panel's study link lands, e.g. /s/<study>/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=..."""
     study = get_object_or_404(Study, slug=study_slug)
-    if not study.is_open:
-        return render(request, "raters/study_closed.html", {"study": study}, status=410)
     try:
         entry = panel_entry_read(study=study, params=request.GET)
     except InvalidPanelLink as exc:
@@ -40,8 +45,11 @@ def study_entry(request, study_slug: str):
         )
     returning = rater_for_participant(study_id=study.pk, participant_hash=entry.participant_hash)
     if returning:
+        # Returning participants resume, or see their code again, even after the study closes.
         _start_session(request, rater=returning)
         return redirect("raters:next")
+    if not study.is_open:
+        return render(request, "raters/study_closed.html", {"study": study}, status=410)
     _start_session(request, entry=entry)
     return redirect("raters:consent")
 
@@ -83,27 +91,24 @@ def screener(request):
     if rater.is_screened:
         return redirect("raters:next")
     if request.method == "POST":
-        country = request.POST.get("country", "")
-        rater_screen(
-            rater=rater, country=country, answers={axis: request.POST.get(axis, "") for axis in Axis.values}
-        )
+        rater_screen(rater=rater, country_code=request.POST.get("country", ""), answers=request.POST)
         return redirect("raters:next")
-    country = request.GET.get("country", "")
-    if country not in Country.values:
-        return render(request, "raters/screener_country.html", {"countries": Country.choices})
-    groups = screener_groups(country=country)
-    questions = [
-        {"axis": axis, "label": label, "options": groups.get(axis, []), "optional": axis in OPTIONAL_AXES}
-        for axis, label in Axis.choices
-    ]
-    context = {"country": country, "country_label": Country(country).label, "questions": questions}
-    return render(request, "raters/screener_details.html", context)
+    country = Country.objects.filter(code=request.GET.get("country", "")).first()
+    if country is None:
+        return render(request, "raters/screener_country.html", {"countries": screener_countries()})
+    axes = country.axes.prefetch_related("groups")
+    return render(request, "raters/screener_details.html", {"country": country, "axes": axes})
 
 
 @require_http_methods(["GET"])
 @rater_required
 def next_step(request):
-    """Send the rater to whatever they should do now."""
-    if not request.rater.is_screened:
+    """Send the rater to whatever they should do now: the screener, a battle, or the end of the session."""
+    rater = request.rater
+    if not rater.is_screened:
         return redirect("raters:screener")
-    return redirect("tournaments:battle_next")
+    rater = rater_complete_if_done(rater=rater_admit(rater=rater))
+    outcome = rater_outcome(rater=rater)
+    if outcome is None:
+        return redirect("tournaments:battle_next")
+    return render(request, "raters/outcome.html", {"outcome": outcome})

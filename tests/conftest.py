@@ -6,7 +6,7 @@ from django.test import Client
 
 from raters.models import Study
 from raters.selectors import SESSION_RATER_KEY
-from raters.services import PendingEntry, groups_ensure_defaults, rater_create, rater_screen
+from raters.services import PendingEntry, groups_ensure_defaults, rater_admit, rater_create, rater_screen
 from tests.fake_llm import FakeLLM
 from tournaments.models import LLMModel, Tournament
 from tournaments.services import tournament_add_default_dimensions
@@ -53,18 +53,23 @@ def groups(db):
     groups_ensure_defaults()
 
 
+US_YOUNG_ASIAN_DEMOCRAT = {
+    "age": "us-age-18-34",
+    "ethnicity": "us-ethnicity-asian",
+    "politics": "us-politics-democrat",
+}
+
+
+def admitted_rater(study, *, country_code: str = "US", answers: dict | None = None, participant_hash=None):
+    """A rater through consent, screener and admission, as the views would make one."""
+    rater = rater_create(entry=PendingEntry(study_id=study.pk, participant_hash=participant_hash))
+    rater = rater_screen(rater=rater, country_code=country_code, answers=answers or US_YOUNG_ASIAN_DEMOCRAT)
+    return rater_admit(rater=rater)
+
+
 @pytest.fixture
 def rater(study, groups):
-    rater = rater_create(entry=PendingEntry(study_id=study.pk))
-    return rater_screen(
-        rater=rater,
-        country="US",
-        answers={
-            "age": "us-age-18-34",
-            "ethnicity": "us-ethnicity-asian",
-            "politics": "us-politics-democrat",
-        },
-    )
+    return admitted_rater(study)
 
 
 def client_for(rater) -> Client:

@@ -9,6 +9,8 @@ from django.db import connections
 from playwright.sync_api import expect, sync_playwright
 
 from leaderboard.models import AppliedVote
+from raters.models import Group
+from raters.services import quota_set
 from tests.conftest import CAST
 from tests.workers import wait_for
 
@@ -66,7 +68,7 @@ def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
     page.get_by_label("55+").check()
     page.get_by_label("White").check()
     page.get_by_label("Green").check()
-    page.get_by_role("button", name="Start rating").click()
+    page.get_by_role("button", name="Continue").click()
 
     for turn in range(1, 4):
         box = page.get_by_label("Your message to both models")
@@ -96,4 +98,22 @@ def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
     winner_row = board.locator("tr", has_text=model_a)
     expect(winner_row.get_by_test_id("battles")).to_have_text("1")
     # Nothing was blocked by the content security policy or failed in the page's scripts.
+    assert page.console_errors == []
+
+
+def test_a_rater_whose_quota_is_full_gets_the_quota_full_code(page, live_server, study, groups):
+    study.quota_full_code = "FULL-123"
+    study.save()
+    quota_set(study=study, groups=[Group.objects.get(slug="uk-age-18-34")], target=0)
+    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={'f' * 24}")
+    page.get_by_label("I have read this and agree").check()
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_label("United Kingdom").check()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label("18–34").check()  # noqa: RUF001
+    for axis in ("Which best describes your ethnicity?", "Which political party do you feel closest to?"):
+        page.get_by_role("group", name=axis).get_by_label("Prefer not to say").check()
+    page.get_by_role("button", name="Continue").click()
+    expect(page.get_by_role("heading", name="This study is full for now")).to_be_visible()
+    expect(page.get_by_test_id("panel-code")).to_have_text("FULL-123")
     assert page.console_errors == []

@@ -33,6 +33,8 @@ MAX_REPLY_ATTEMPTS = 3
 
 def battle_start(*, rater: Rater) -> Battle:
     """The rater's battle in progress, or a new one between two randomly placed models."""
+    if rater.status != Rater.Status.ADMITTED:
+        raise Conflict("Only raters admitted to the study can start a battle.")
     current = Battle.objects.filter(rater=rater, state=Battle.State.ACTIVE).first()
     if current:
         return current
@@ -205,7 +207,8 @@ def vote_submit(*, battle: Battle, choices: Mapping[str, str]) -> Vote:
         raise InvalidInput("Please choose Model A, Model B or Tie for: " + "; ".join(unanswered) + ".")
     verdict = {d.pk: choices[d.slug] for d in dimensions}
     with transaction.atomic():
-        battle = Battle.objects.select_for_update().select_related("tournament").get(pk=battle.pk)
+        # Lock the battle only: a join would also lock the tournament and queue every vote behind it.
+        battle = Battle.objects.select_for_update(of=("self",)).select_related("tournament").get(pk=battle.pk)
         if battle.state == Battle.State.VOTED:
             return _vote_already_cast(battle, verdict)
         if battle.state == Battle.State.VOID:

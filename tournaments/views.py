@@ -5,7 +5,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from raters.decorators import rater_required
+from raters.decorators import admitted_rater_required, rater_required
+from raters.models import Rater
+from raters.services import rater_complete_if_done
 from tournaments.models import Battle
 from tournaments.selectors import battle_for_rater, battle_reveal, battle_view
 from tournaments.services import battle_start, turn_submit, vote_submit
@@ -19,7 +21,7 @@ def _battle_page_or_fragment(request, battle: Battle):
 
 
 @require_http_methods(["GET", "POST"])
-@rater_required
+@admitted_rater_required
 def battle_next(request):
     """The rater's battle in progress, or a new one. POST from the "next battle" button; GET from links."""
     battle = battle_start(rater=request.rater)
@@ -27,7 +29,7 @@ def battle_next(request):
 
 
 @require_http_methods(["GET"])
-@rater_required
+@admitted_rater_required
 def battle_detail(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
     if battle.state == Battle.State.VOTED:
@@ -36,7 +38,7 @@ def battle_detail(request, public_id: uuid.UUID):
 
 
 @require_http_methods(["POST"])
-@rater_required
+@admitted_rater_required
 def turn_create(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
     turn_submit(battle=battle, message=request.POST.get("message", ""))
@@ -46,10 +48,11 @@ def turn_create(request, public_id: uuid.UUID):
 
 
 @require_http_methods(["POST"])
-@rater_required
+@admitted_rater_required
 def vote_create(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
     vote_submit(battle=battle, choices=request.POST)
+    rater_complete_if_done(rater=request.rater)
     url = reverse("tournaments:reveal", kwargs={"public_id": battle.public_id})
     if request.htmx:
         return HttpResponseClientRedirect(url)
@@ -62,5 +65,12 @@ def battle_reveal_page(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
     if battle.state != Battle.State.VOTED:
         return redirect("tournaments:battle", public_id=battle.public_id)
-    context = {"battle": battle, "rows": battle_reveal(battle=battle)}
+    rater = request.rater
+    context = {
+        "battle": battle,
+        "rows": battle_reveal(battle=battle),
+        "session_done": rater.status == Rater.Status.COMPLETED,
+        "battles_done": rater.battles.filter(state=Battle.State.VOTED).count(),
+        "battles_per_session": rater.study.battles_per_session,
+    }
     return render(request, "tournaments/reveal.html", context)

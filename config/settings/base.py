@@ -124,7 +124,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 150
 CELERY_TASK_TIME_LIMIT = 180
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Generation is slow network I/O; ratings have one writer so votes apply in order.
+# Generation is slow network I/O; ratings have one writer so votes apply in order. Other small tasks
+# (releasing abandoned quota slots) share the llm workers through the default queue.
 CELERY_TASK_ROUTES = {
     "tournaments.tasks.*": {"queue": "llm"},
     "leaderboard.tasks.*": {"queue": "ratings"},
@@ -133,6 +134,7 @@ CELERY_TASK_DEFAULT_QUEUE = "llm"
 CELERY_BEAT_SCHEDULE = {
     "reconcile-replies": {"task": "tournaments.tasks.reconcile_replies", "schedule": 60.0},
     "reconcile-ratings": {"task": "leaderboard.tasks.reconcile_ratings", "schedule": 60.0},
+    "release-abandoned-slots": {"task": "raters.tasks.release_abandoned_slots", "schedule": 60.0},
 }
 
 # Populus settings.

@@ -52,10 +52,10 @@ def test_it_matches_the_trueskill_package_with_the_dimensions_draw_probability(r
 
 
 def test_it_applies_pending_votes_in_vote_order(rater, study):
-    from raters.services import PendingEntry, rater_create
+    from tests.conftest import admitted_rater
 
     votes = [voted_battle(rater, outcome="a")[1]]
-    other = rater_create(entry=PendingEntry(study_id=study.pk))
+    other = admitted_rater(study)
     votes.append(voted_battle(other, outcome="b")[1])
     assert ratings_apply_pending(up_to_vote_id=votes[0].pk) == 1
     assert ratings_apply_pending() == 1

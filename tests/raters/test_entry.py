@@ -41,7 +41,7 @@ def test_it_answers_malformed_links_with_a_clear_400(client, study, query):
     assert Rater.objects.count() == 0
 
 
-def test_it_says_a_closed_study_is_closed(client, study):
+def test_it_says_a_closed_study_is_closed_to_newcomers(client, study):
     study.is_open = False
     study.save()
     response = client.get(LINK)
@@ -105,7 +105,7 @@ def test_it_puts_the_screened_rater_in_one_group_per_answered_axis(client, study
     )
     assert response.url == "/rate/next/"
     rater = Rater.objects.get()
-    assert rater.country == "UK"
+    assert rater.country.code == "UK"
     assert sorted(rater.groups.values_list("slug", flat=True)) == ["uk-age-55-plus", "uk-ethnicity-black"]
 
 

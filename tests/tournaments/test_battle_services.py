@@ -3,7 +3,7 @@ from collections import Counter
 import pytest
 
 from config.errors import Conflict, InvalidInput
-from raters.services import PendingEntry, rater_create
+from tests.conftest import admitted_rater
 from tests.helpers import chat, chat_turns, verdict
 from tournaments.models import Battle, Reply, Turn, Vote
 from tournaments.services import battle_start, reply_generate, turn_submit, vote_submit
@@ -26,7 +26,7 @@ def test_it_returns_the_battle_in_progress_instead_of_opening_a_second(rater):
 def test_it_randomises_positions_and_avoids_repeating_a_pair_for_a_rater(study, groups):
     sides = Counter()
     for _ in range(60):
-        rater = rater_create(entry=PendingEntry(study_id=study.pk))
+        rater = admitted_rater(study)
         seen = set()
         for _ in range(3):  # three models make three pairs: a rater meets each once
             battle = battle_start(rater=rater)

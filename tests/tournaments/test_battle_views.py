@@ -2,8 +2,7 @@ import re
 
 import pytest
 
-from raters.services import PendingEntry, rater_create
-from tests.conftest import CAST, client_for
+from tests.conftest import CAST, admitted_rater, client_for
 from tests.helpers import chat, chat_turns, verdict
 from tournaments.models import Battle, Vote
 from tournaments.services import battle_start
@@ -83,7 +82,7 @@ def test_it_shows_a_too_long_message_error_in_the_error_slot_for_htmx(rater, rat
 
 def test_it_hides_other_raters_battles(rater, study):
     battle = battle_start(rater=rater)
-    intruder = client_for(rater_create(entry=PendingEntry(study_id=study.pk)))
+    intruder = client_for(admitted_rater(study))
     assert intruder.get(f"/battle/{battle.public_id}/").status_code == 404
     assert intruder.post(f"/battle/{battle.public_id}/turn/", {"message": "hi"}).status_code == 404
     assert intruder.post(f"/battle/{battle.public_id}/vote/", verdict()).status_code == 404

@@ -2,7 +2,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from raters.models import Group, Study
+from raters.models import Group, Quota, Study
 from tournaments.models import LLMModel, Tournament
 
 pytestmark = pytest.mark.django_db
@@ -27,6 +27,9 @@ def test_it_seeds_a_complete_demo_and_prints_the_staff_login(capsys, settings, t
     ]
     assert Group.objects.count() == 22
     assert Study.objects.get(slug="demo").allows_open_entry
+    panel = Study.objects.get(slug="demo-panel")
+    assert panel.quotas.count() == 22  # one marginal quota per default group
+    assert "/s/demo-panel/?PROLIFIC_PID=" in output
 
 
 def test_it_is_idempotent(settings, tmp_path):
@@ -36,6 +39,8 @@ def test_it_is_idempotent(settings, tmp_path):
     assert Tournament.objects.count() == 1
     assert LLMModel.objects.count() == 4
     assert Group.objects.count() == 22
+    assert Study.objects.count() == 2
+    assert Quota.objects.count() == 22
 
 
 def test_it_lets_a_rater_finish_a_demo_battle_offline(client, settings, tmp_path):

@@ -5,15 +5,15 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from config.env import env_str
-from raters.models import Study
-from raters.services import groups_ensure_defaults
+from raters.models import Country, Study
+from raters.services import groups_ensure_defaults, quotas_apply_census_preset
 from tournaments.services import demo_tournament_seed
 
 STAFF_USERNAME = "admin"
 
 
 class Command(BaseCommand):
-    help = "Seed the demo: 22 default groups, four offline demo models, an open study, a staff login."
+    help = "Seed the demo: 22 groups, four offline demo models, an open and a panel study, a staff login."
 
     def handle(self, *args, **options):
         created_groups = groups_ensure_defaults()
@@ -22,12 +22,37 @@ class Command(BaseCommand):
             slug="demo",
             defaults={"name": "Populus demo study", "tournament": tournament, "allows_open_entry": True},
         )
+        panel_study = self._panel_study(tournament)
         password = self._staff_password()
         self.stdout.write(
             f"Demo ready: tournament '{tournament.name}' with {tournament.llm_models.count()} models, "
             f"{tournament.dimensions.count()} dimensions, {created_groups} new groups.\n"
-            f"Staff login at /{settings.ADMIN_URL_PATH}  user: {STAFF_USERNAME}  password: {password}"
+            f"Staff login at /{settings.ADMIN_URL_PATH}  user: {STAFF_USERNAME}  password: {password}\n"
+            f"Quota dashboard at /staff/studies/{panel_study.slug}/\n"
+            f"Try a panel link: /s/{panel_study.slug}/?PROLIFIC_PID={secrets.token_hex(12)}"
         )
+
+    def _panel_study(self, tournament) -> Study:
+        """A Prolific-style study with census quotas for both countries, to show the panel round trip."""
+        study, created = Study.objects.get_or_create(
+            slug="demo-panel",
+            defaults={
+                "name": "Populus demo panel study",
+                "tournament": tournament,
+                "panel": Study.Panel.PROLIFIC,
+                "completion_code": "DEMO-DONE",
+                "screen_out_code": "DEMO-SCREENED-OUT",
+                "quota_full_code": "DEMO-FULL",
+                "battles_per_session": 3,
+            },
+        )
+        if created:
+            study.countries.set(Country.objects.filter(code__in=["US", "UK"]))
+            for code in ("US", "UK"):
+                quotas_apply_census_preset(
+                    study=study, country_code=code, total=100, marginal=True, interlocking=False
+                )
+        return study
 
     def _staff_password(self) -> str:
         """The demo staff password: from DEMO_ADMIN_PASSWORD, else random and kept in var/ (git-ignored)

@@ -96,7 +96,7 @@ def rater_screen(*, rater: Rater, country_code: str, answers: Mapping[str, str])
     return rater
 
 
-def groups_ensure_defaults() -> int:
+def sampling_frame_ensure_defaults() -> int:
     """Create whatever is missing of the default frame: the countries, their axes and the 22 groups.
     Returns how many groups were created."""
     created = 0
@@ -210,11 +210,15 @@ def rater_complete_if_done(*, rater: Rater) -> Rater:
 
 
 def rater_release(*, rater: Rater) -> bool:
-    """Give an admitted rater's quota slots back. Returns whether this call released them."""
+    """Give back the quota slots of an admitted rater who has not voted yet. Returns whether it did."""
     with transaction.atomic():
-        if not Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
-            status=Rater.Status.RELEASED
-        ):
+        # Checked in the UPDATE itself, so a vote cast a moment ago keeps the rater in.
+        released = (
+            Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED)
+            .exclude(Exists(Vote.objects.filter(battle__rater=OuterRef("pk"))))
+            .update(status=Rater.Status.RELEASED)
+        )
+        if not released:
             return False
         _give_back_slots(rater)
     return True
@@ -231,9 +235,8 @@ def raters_release_abandoned() -> int:
     now = timezone.now()
     released = 0
     for study in Study.objects.filter(raters__status=Rater.Status.ADMITTED).distinct():
-        abandoned = study.raters.filter(
-            status=Rater.Status.ADMITTED, admitted_at__lt=now - timedelta(minutes=study.abandon_after_minutes)
-        ).exclude(Exists(Vote.objects.filter(battle__rater=OuterRef("pk"))))
+        idle_since = now - timedelta(minutes=study.abandon_after_minutes)
+        abandoned = study.raters.filter(status=Rater.Status.ADMITTED, admitted_at__lt=idle_since)
         released += sum(rater_release(rater=rater) for rater in abandoned)
     return released
 

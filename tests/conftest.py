@@ -6,7 +6,13 @@ from django.test import Client
 
 from raters.models import Study
 from raters.selectors import SESSION_RATER_KEY
-from raters.services import PendingEntry, groups_ensure_defaults, rater_admit, rater_create, rater_screen
+from raters.services import (
+    PendingEntry,
+    sampling_frame_ensure_defaults,
+    rater_admit,
+    rater_create,
+    rater_screen,
+)
 from tests.fake_llm import FakeLLM
 from tournaments.models import LLMModel, Tournament
 from tournaments.services import tournament_add_default_dimensions
@@ -50,7 +56,7 @@ def study(tournament) -> Study:
 
 @pytest.fixture
 def groups(db):
-    groups_ensure_defaults()
+    sampling_frame_ensure_defaults()
 
 
 US_YOUNG_ASIAN_DEMOCRAT = {

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand
 
 from config.env import env_str
 from raters.models import Country, Study
-from raters.services import groups_ensure_defaults, quotas_apply_census_preset
+from raters.services import sampling_frame_ensure_defaults, quotas_apply_census_preset
 from tournaments.services import demo_tournament_seed
 
 STAFF_USERNAME = "admin"
@@ -16,7 +16,7 @@ class Command(BaseCommand):
     help = "Seed the demo: 22 groups, four offline demo models, an open and a panel study, a staff login."
 
     def handle(self, *args, **options):
-        created_groups = groups_ensure_defaults()
+        created_groups = sampling_frame_ensure_defaults()
         tournament = demo_tournament_seed()
         Study.objects.get_or_create(
             slug="demo",

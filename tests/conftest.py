@@ -8,10 +8,10 @@ from raters.models import Study
 from raters.selectors import SESSION_RATER_KEY
 from raters.services import (
     PendingEntry,
-    sampling_frame_ensure_defaults,
     rater_admit,
     rater_create,
     rater_screen,
+    sampling_frame_ensure_defaults,
 )
 from tests.fake_llm import FakeLLM
 from tournaments.models import LLMModel, Tournament

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand
 
 from config.env import env_str
 from raters.models import Country, Study
-from raters.services import sampling_frame_ensure_defaults, quotas_apply_census_preset
+from raters.services import quotas_apply_census_preset, sampling_frame_ensure_defaults
 from tournaments.services import demo_tournament_seed
 
 STAFF_USERNAME = "admin"

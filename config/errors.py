@@ -30,6 +30,15 @@ class Conflict(ApplicationError):
     title = "Already done"
 
 
+class RateLimited(ApplicationError):
+    status = 429
+    title = "Please slow down"
+
+    def __init__(self, message: str, *, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class ApplicationErrorMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -46,5 +55,8 @@ class ApplicationErrorMiddleware:
             response = render(request, "_error_fragment.html", context, status=exception.status)
             response["HX-Retarget"] = "#errors"
             response["HX-Reswap"] = "innerHTML"
-            return response
-        return render(request, "error.html", context, status=exception.status)
+        else:
+            response = render(request, "error.html", context, status=exception.status)
+        if isinstance(exception, RateLimited):
+            response["Retry-After"] = str(exception.retry_after)
+        return response

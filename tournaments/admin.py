@@ -5,12 +5,30 @@ from tournaments.models import Battle, Dimension, LLMModel, Reply, Tournament, T
 
 @admin.register(LLMModel)
 class LLMModelAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "maker", "provider", "api_model", "is_active"]
+    list_display = [
+        "name",
+        "slug",
+        "maker",
+        "provider",
+        "api_model",
+        "is_active",
+        "disabled_reason",
+        "cooldown_until",
+    ]
     list_filter = ["provider", "is_active"]
+    readonly_fields = ["consecutive_failures"]
     prepopulated_fields = {"slug": ["name"]}
     fieldsets = [
         (None, {"fields": ["name", "slug", "maker", "is_active"]}),
         ("Endpoint", {"fields": ["provider", "base_url", "api_model", "api_key_env", "timeout_seconds"]}),
+        ("Limits, shared by all workers", {"fields": ["max_concurrency", "requests_per_minute"]}),
+        (
+            "Health",
+            {
+                "fields": ["disabled_reason", "cooldown_until", "consecutive_failures"],
+                "description": "Clear the disabled reason once the provider's quota or settings are fixed.",
+            },
+        ),
         ("Generation", {"fields": ["system_prompt", "temperature", "max_tokens"]}),
         ("Demo model", {"fields": ["demo_style"]}),
     ]
@@ -37,7 +55,7 @@ class TurnInline(admin.TabularInline):
 
 @admin.register(Battle)
 class BattleAdmin(admin.ModelAdmin):
-    list_display = ["public_id", "tournament", "model_a", "model_b", "state", "created_at"]
+    list_display = ["public_id", "tournament", "model_a", "model_b", "state", "flagged_reason", "created_at"]
     list_filter = ["tournament", "state"]
     readonly_fields = ["public_id", "pair_probability", "created_at", "ended_at"]
     inlines = [TurnInline]

@@ -3,6 +3,16 @@ import uuid
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
+
+
+class LLMModelQuerySet(models.QuerySet):
+    def available(self):
+        """Models that may be matched into a new battle now."""
+        now = timezone.now()
+        return self.filter(is_active=True, disabled_reason="").filter(
+            Q(cooldown_until__isnull=True) | Q(cooldown_until__lte=now)
+        )
 
 
 class LLMModel(models.Model):
@@ -44,10 +54,25 @@ class LLMModel(models.Model):
         default=120, validators=[MinValueValidator(1), MaxValueValidator(600)]
     )
     demo_style = models.CharField(max_length=10, choices=DemoStyle.choices, blank=True)
+    max_concurrency = models.PositiveSmallIntegerField(
+        default=4,
+        validators=[MinValueValidator(1)],
+        help_text="Requests in flight at once, across all workers.",
+    )
+    requests_per_minute = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(1)], help_text="Across all workers, retries included."
+    )
+    # Set when the provider reports a spent quota or spend cap; a person clears it once that is fixed.
+    disabled_reason = models.CharField(max_length=300, blank=True)
+    # Repeated failures pause a model for a while; it comes back by itself.
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    cooldown_until = models.DateTimeField(null=True, blank=True)
     is_active = models.BooleanField(
         default=True, help_text="Inactive models are not matched into new battles."
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = LLMModelQuerySet.as_manager()
 
     class Meta:
         verbose_name = "LLM model"
@@ -132,6 +157,8 @@ class Battle(models.Model):
     # Probability with which this ordered pair was drawn, for inverse-probability weighting later.
     pair_probability = models.FloatField()
     void_reason = models.CharField(max_length=200, blank=True)
+    # A model named itself or its maker: the vote is kept for audit and left out of ratings.
+    flagged_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 

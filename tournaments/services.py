@@ -1,8 +1,11 @@
+import logging
 import os
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
+from functools import cache
 
+import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -11,6 +14,8 @@ from django.utils import timezone
 from config.errors import Conflict, InvalidInput
 from raters.models import Rater
 from tournaments.defaults import DEFAULT_DIMENSIONS
+from tournaments.identity import self_identification
+from tournaments.limits import ModelLimiter
 from tournaments.models import (
     Battle,
     Dimension,
@@ -29,6 +34,12 @@ from tournaments.providers import ChatMessage, ProviderConfig, ProviderError, co
 _random = secrets.SystemRandom()
 
 MAX_REPLY_ATTEMPTS = 3
+# A model failing this many times in a row pauses for COOLDOWN_BASE_SECONDS, doubling up to the maximum.
+COOLDOWN_AFTER_FAILURES = 3
+COOLDOWN_BASE_SECONDS = 60
+COOLDOWN_MAX_SECONDS = 30 * 60
+
+logger = logging.getLogger(__name__)
 
 
 def battle_start(*, rater: Rater) -> Battle:
@@ -39,7 +50,7 @@ def battle_start(*, rater: Rater) -> Battle:
     if current:
         return current
     tournament = rater.study.tournament
-    models = list(tournament.llm_models.filter(is_active=True).order_by("pk"))
+    models = list(tournament.llm_models.available().order_by("pk"))
     if len(models) < 2:
         raise Conflict(
             "No battle can start right now: fewer than two models are available. Please try later."
@@ -122,14 +133,21 @@ def reply_generate(*, reply_id: int) -> None:
         return
     model = battle.model_a if reply.side == Side.A else battle.model_b
     try:
-        text = complete(_provider_config(model), _conversation(reply))
+        text = complete(_provider_config(model), _conversation(reply), limiter=_limiter())
     except ProviderError as exc:
         _reply_fail(reply, claimed_at=now, error=str(exc)[:300])
+        model_record_failure(model=model, error=exc)
         return
+    model_record_success(model=model)
     # Only the claim that is still current may write: a slower duplicate run finds started_at changed.
-    Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=now).update(
+    finished = Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=now).update(
         state=Reply.State.DONE, content=text, finished_at=timezone.now()
     )
+    identified = self_identification(text, [model.name, model.maker, model.api_model])
+    if finished and identified:
+        Battle.objects.filter(pk=battle.pk, flagged_reason="").update(
+            flagged_reason=f"Model {reply.side.upper()} identified itself: {identified[:200]}"
+        )
 
 
 def _reply_fail(reply: Reply, *, claimed_at, error: str) -> None:
@@ -155,6 +173,41 @@ def reply_give_up(*, reply_id: int) -> None:
             battle_void(battle_id=battle_id, reason="A model could not answer.")
 
 
+def model_record_failure(*, model: LLMModel, error: ProviderError) -> None:
+    """Take a model with a spent quota or broken settings out of matchmaking until a person fixes it;
+    pause one that keeps failing for a while, longer each time, so it comes back by itself."""
+    now = timezone.now()
+    if error.kind in ("quota", "config"):
+        reason = f"{error.code} at {now:%Y-%m-%d %H:%M} UTC: {error.detail}"[:300]
+        LLMModel.objects.filter(pk=model.pk).update(disabled_reason=reason)
+        logger.error("Model %s taken out of matchmaking: %s", model.slug, reason)
+        return
+    LLMModel.objects.filter(pk=model.pk).update(consecutive_failures=F("consecutive_failures") + 1)
+    failures = LLMModel.objects.values_list("consecutive_failures", flat=True).get(pk=model.pk)
+    if failures >= COOLDOWN_AFTER_FAILURES:
+        pause = min(COOLDOWN_BASE_SECONDS * 2 ** (failures - COOLDOWN_AFTER_FAILURES), COOLDOWN_MAX_SECONDS)
+        LLMModel.objects.filter(pk=model.pk).update(cooldown_until=now + timedelta(seconds=pause))
+        logger.warning("Model %s cooling down for %s s after %s failures", model.slug, pause, failures)
+
+
+def model_record_success(*, model: LLMModel) -> None:
+    LLMModel.objects.filter(pk=model.pk, consecutive_failures__gt=0).update(
+        consecutive_failures=0, cooldown_until=None
+    )
+
+
+def _limiter() -> ModelLimiter | None:
+    """Caps shared by every worker through Redis; the embedded mode runs one process and has no Redis."""
+    if settings.POPULUS_EMBEDDED:
+        return None
+    return ModelLimiter(_redis_client())
+
+
+@cache
+def _redis_client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
 def battle_void(*, battle_id: int, reason: str) -> None:
     Battle.objects.filter(pk=battle_id, state=Battle.State.ACTIVE).update(
         state=Battle.State.VOID, void_reason=reason, ended_at=timezone.now()
@@ -166,9 +219,14 @@ def _provider_config(model: LLMModel) -> ProviderConfig:
     if model.api_key_env:
         api_key = os.environ.get(model.api_key_env, "")
         if not api_key:
-            raise ProviderError("missing_api_key", f"environment variable {model.api_key_env} is not set")
+            raise ProviderError(
+                "missing_api_key", f"environment variable {model.api_key_env} is not set", kind="config"
+            )
     return ProviderConfig(
         provider=model.provider,
+        model_key=model.slug,
+        max_concurrency=model.max_concurrency,
+        requests_per_minute=model.requests_per_minute,
         base_url=model.base_url,
         api_model=model.api_model,
         api_key=api_key,

@@ -1,10 +1,12 @@
 import uuid
 
+from django.conf import settings
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
+from config.ratelimit import rate_limit
 from raters.decorators import admitted_rater_required, rater_required
 from raters.models import Rater
 from raters.services import rater_complete_if_done
@@ -41,6 +43,9 @@ def battle_detail(request, public_id: uuid.UUID):
 @admitted_rater_required
 def turn_create(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
+    rate_limit(
+        action="messages", key=str(request.rater.public_id), limit=settings.RATE_LIMIT_MESSAGES_PER_MINUTE
+    )
     turn_submit(battle=battle, message=request.POST.get("message", ""))
     if request.htmx:
         return _battle_page_or_fragment(request, battle)
@@ -51,6 +56,7 @@ def turn_create(request, public_id: uuid.UUID):
 @admitted_rater_required
 def vote_create(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
+    rate_limit(action="votes", key=str(request.rater.public_id), limit=settings.RATE_LIMIT_VOTES_PER_MINUTE)
     vote_submit(battle=battle, choices=request.POST)
     rater_complete_if_done(rater=request.rater)
     url = reverse("tournaments:reveal", kwargs={"public_id": battle.public_id})

@@ -121,8 +121,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SOFT_TIME_LIMIT = 150
-CELERY_TASK_TIME_LIMIT = 180
+# One reply may take up to about 570 s: three attempts of up to 120 s each, waits for the shared rate
+# limit (30 s each) and for Retry-After (60 s at most). The limits sit above that and far below the
+# visibility timeout.
+CELERY_TASK_SOFT_TIME_LIMIT = 660
+CELERY_TASK_TIME_LIMIT = 720
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Generation is slow network I/O; ratings have one writer so votes apply in order. Other small tasks
 # (releasing abandoned quota slots) share the llm workers through the default queue.
@@ -142,8 +145,13 @@ CELERY_BEAT_SCHEDULE = {
 PANEL_ID_HMAC_KEY = ""
 # In embedded mode there is no Redis and no separate worker: tasks run in-process.
 POPULUS_EMBEDDED = False
-# A reply still "running" after this long is taken to belong to a dead worker and is retried.
-REPLY_STALE_AFTER_SECONDS = env_int("REPLY_STALE_AFTER_SECONDS", 300)
+# Per-rater throttles; the turn and vote rules already bound what a rater can do in a battle.
+RATE_LIMIT_MESSAGES_PER_MINUTE = env_int("RATE_LIMIT_MESSAGES_PER_MINUTE", 12)
+RATE_LIMIT_VOTES_PER_MINUTE = env_int("RATE_LIMIT_VOTES_PER_MINUTE", 10)
+# A reply still "running" after this long is taken to belong to a dead worker and is retried. It must
+# exceed the longest a live generation can take (see the task time limits above), or a slow reply would
+# be generated, and paid for, twice.
+REPLY_STALE_AFTER_SECONDS = env_int("REPLY_STALE_AFTER_SECONDS", 900)
 
 LOGGING = {
     "version": 1,

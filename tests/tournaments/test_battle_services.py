@@ -103,7 +103,9 @@ def test_it_voids_the_battle_when_a_side_fails_and_never_switches_model(rater, f
     from tests.fake_llm import Status
 
     battle = battle_start(rater=rater)
-    fake_llm.script(battle.model_b.api_model, Status(500))
+    fake_llm.script(
+        battle.model_b.api_model, Status(500), Status(500), Status(500)
+    )  # retried twice, then lost
     chat(battle)
     battle.refresh_from_db()
     assert battle.state == Battle.State.VOID
@@ -160,10 +162,10 @@ def test_it_keeps_one_vote_per_battle_and_treats_a_repeat_as_the_same_vote(rater
 
 
 def test_it_does_not_pay_for_a_reply_once_the_battle_is_set_aside(rater, fake_llm):
-    from tests.fake_llm import Status
+    from tests.fake_llm import Malformed
 
     battle = battle_start(rater=rater)
-    fake_llm.script(battle.model_a.api_model, Status(500))
+    fake_llm.script(battle.model_a.api_model, Malformed())
     turn = turn_submit(battle=battle, message="Hello")
     reply_generate(reply_id=Reply.objects.get(turn=turn, side="a").pk)
     reply_generate(reply_id=Reply.objects.get(turn=turn, side="b").pk)

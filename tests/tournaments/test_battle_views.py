@@ -133,10 +133,10 @@ def test_it_rejects_a_vote_without_a_csrf_token(rater):
 
 
 def test_it_stops_polling_and_explains_when_a_side_fails(rater, rater_client, fake_llm):
-    from tests.fake_llm import Status
+    from tests.fake_llm import Malformed
 
     battle = battle_start(rater=rater)
-    fake_llm.script(battle.model_b.api_model, Status(500, "upstream says: model-x overloaded"))
+    fake_llm.script(battle.model_b.api_model, Malformed("upstream says: model-x overloaded"))
     chat(battle, "Hello")
     fragment = rater_client.get(f"/battle/{battle.public_id}/", HTTP_HX_REQUEST="true").content.decode()
     assert "every 1s" not in fragment

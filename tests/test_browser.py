@@ -53,22 +53,29 @@ def page(monkeypatch):
         connections.close_all()
 
 
-def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
-    page, live_server, celery_workers, study, groups
-):
-    page.goto(
-        f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={PID}&STUDY_ID={'c' * 24}&SESSION_ID={'d' * 24}"
-    )
+ETHNICITY_QUESTION = "Which best describes your ethnicity?"
+POLITICS_QUESTION = "Which political party do you feel closest to?"
+
+
+def enter_and_screen(page, link: str, *, country: str, age: str, ethnicity: str, politics: str) -> None:
+    """Open a study link, consent, and answer the screener as a rater would."""
+    page.goto(link)
     expect(page.get_by_role("heading", name="Before you start")).to_be_visible()
     page.get_by_label("I have read this and agree").check()
     page.get_by_role("button", name="Continue").click()
-
-    page.get_by_label("United Kingdom").check()
+    page.get_by_label(country).check()
     page.get_by_role("button", name="Next").click()
-    page.get_by_label("55+").check()
-    page.get_by_label("White").check()
-    page.get_by_label("Green").check()
+    page.get_by_label(age).check()
+    page.get_by_role("group", name=ETHNICITY_QUESTION).get_by_label(ethnicity).check()
+    page.get_by_role("group", name=POLITICS_QUESTION).get_by_label(politics).check()
     page.get_by_role("button", name="Continue").click()
+
+
+def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
+    page, live_server, celery_workers, study, groups
+):
+    link = f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={PID}&STUDY_ID={'c' * 24}&SESSION_ID={'d' * 24}"
+    enter_and_screen(page, link, country="United Kingdom", age="55+", ethnicity="White", politics="Green")
 
     for turn in range(1, 4):
         box = page.get_by_label("Your message to both models")
@@ -105,15 +112,14 @@ def test_a_rater_whose_quota_is_full_gets_the_quota_full_code(page, live_server,
     study.quota_full_code = "FULL-123"
     study.save()
     quota_set(study=study, groups=[Group.objects.get(slug="uk-age-18-34")], target=0)
-    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={'f' * 24}")
-    page.get_by_label("I have read this and agree").check()
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_label("United Kingdom").check()
-    page.get_by_role("button", name="Next").click()
-    page.get_by_label("18–34").check()  # noqa: RUF001
-    for axis in ("Which best describes your ethnicity?", "Which political party do you feel closest to?"):
-        page.get_by_role("group", name=axis).get_by_label("Prefer not to say").check()
-    page.get_by_role("button", name="Continue").click()
+    enter_and_screen(
+        page,
+        f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={'f' * 24}",
+        country="United Kingdom",
+        age="18–34",  # noqa: RUF001
+        ethnicity="Prefer not to say",
+        politics="Prefer not to say",
+    )
     expect(page.get_by_role("heading", name="This study is full for now")).to_be_visible()
     expect(page.get_by_test_id("panel-code")).to_have_text("FULL-123")
     assert page.console_errors == []
@@ -150,17 +156,14 @@ def test_hostile_text_from_models_and_raters_stays_inert(
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.on("request", lambda request: requests.append(request.url))
 
-    page.goto(f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={'a' * 24}")
-    page.get_by_label("I have read this and agree").check()
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_label("United States").check()
-    page.get_by_role("button", name="Next").click()
-    page.get_by_label("35–54").check()  # noqa: RUF001
-    page.get_by_role("group", name="Which best describes your ethnicity?").get_by_label("Black").check()
-    page.get_by_role("group", name="Which political party do you feel closest to?").get_by_label(
-        "Independent"
-    ).check()
-    page.get_by_role("button", name="Continue").click()
+    enter_and_screen(
+        page,
+        f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={'a' * 24}",
+        country="United States",
+        age="35–54",  # noqa: RUF001
+        ethnicity="Black",
+        politics="Independent",
+    )
     box = page.get_by_label("Your message to both models")
     box.fill(HOSTILE_MESSAGE)
     box.press("Enter")

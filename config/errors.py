@@ -3,7 +3,8 @@
 Services raise these with a message fit to show the user; views never build error responses by hand.
 """
 
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django_htmx.http import HttpResponseClientRedirect
 
 
 class ApplicationError(Exception):
@@ -39,6 +40,22 @@ class RateLimited(ApplicationError):
         self.retry_after = retry_after
 
 
+class StrikeWarning(ApplicationError):
+    """A quality-control strike: the rater is told at once, politely, and may carry on."""
+
+    status = 422
+
+    def __init__(self, message: str, *, number: int, of: int):
+        super().__init__(message)
+        self.title = f"Warning {number} of {of}"
+
+
+class SessionEnded(ApplicationError):
+    """The rater may not go on (e.g. a third strike): send them to the page that says what happens next."""
+
+    redirect_to = "/rate/next/"
+
+
 class ApplicationErrorMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -49,6 +66,10 @@ class ApplicationErrorMiddleware:
     def process_exception(self, request, exception):
         if not isinstance(exception, ApplicationError):
             return None
+        if isinstance(exception, SessionEnded):
+            if getattr(request, "htmx", False):
+                return HttpResponseClientRedirect(exception.redirect_to)
+            return redirect(exception.redirect_to)
         context = {"title": exception.title, "message": exception.message}
         if getattr(request, "htmx", False):
             # Swapped into the page's error slot instead of replacing the content the rater is working on.

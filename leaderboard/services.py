@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from leaderboard.live_trueskill import DEFAULT_MU, DEFAULT_SIGMA, rate_outcome
 from leaderboard.models import AppliedVote, Rating
+from raters.models import Rater
 from tournaments.models import Outcome, Vote
 
 
@@ -19,8 +20,9 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
         if AppliedVote.objects.filter(vote=vote).exists():
             return False
         battle = vote.battle
-        if battle.flagged_reason:
-            # A model gave its identity away: the vote stays for audit but never moves a rating.
+        if battle.flagged_reason or battle.rater.status == Rater.Status.EXCLUDED:
+            # A model gave its identity away, or quality control excluded the rater: the vote stays for
+            # audit but moves no rating. Replays ask again, so lifting an exclusion brings it back.
             AppliedVote.objects.create(vote=vote, counted=False)
             return True
         group_ids = list(battle.rater.groups.values_list("pk", flat=True))

@@ -1,6 +1,11 @@
-"""Helpers shared by tests: driving a battle through its services without a worker."""
+"""Helpers shared by tests: driving a battle through its services without a worker, the way a careful
+rater would (real questions that stay on one task, time taken to read), so quality control stays quiet
+unless a test means to trigger it."""
 
+from datetime import timedelta
 from pathlib import Path
+
+from django.utils import timezone
 
 from tournaments.models import Battle, Reply, Vote
 from tournaments.services import battle_start, reply_generate, turn_submit, vote_submit
@@ -8,29 +13,82 @@ from tournaments.services import battle_start, reply_generate, turn_submit, vote
 REPO = Path(__file__).resolve().parent.parent
 DIMENSIONS = ["core-task", "communication", "adaptiveness", "trust-safety", "overall"]
 
+# One task per battle, each message a follow-up on it. A rater's n-th battle takes the n-th task, so no
+# message repeats an earlier one of the same rater (the copy rule would strike it).
+TASKS = [
+    [
+        "How do I keep basil alive on a windowsill?",
+        "How often should the basil be watered in a hot summer?",
+        "Is a north-facing window enough light for basil, or do I need a lamp?",
+        "Which pests attack basil indoors and how do I spot them early?",
+    ],
+    [
+        "Can you help me plan a three-day trip to Lisbon in October?",
+        "What would a sensible daily budget for food in Lisbon be?",
+        "Which Lisbon neighbourhood is best to stay in without a car?",
+        "Is a day trip from Lisbon to Sintra worth it, and how do I get there?",
+    ],
+    [
+        "Explain how compound interest works with a simple savings example.",
+        "How does the compounding frequency change the interest I earn?",
+        "Would monthly deposits into the savings account change your example much?",
+        "What is the rule of 72 for interest, and how accurate is it?",
+    ],
+    [
+        "Write a short cover letter opening for a junior data analyst job.",
+        "Make the cover letter opening sound more confident but not arrogant.",
+        "How should the letter mention my SQL and spreadsheet experience?",
+        "Suggest a closing sentence for the cover letter that asks for an interview.",
+    ],
+    [
+        "What is a good beginner routine for running three times a week?",
+        "How fast should a beginner runner go on the easy runs?",
+        "My knees ache after running; what should I change in the routine?",
+        "Which running shoes features matter most for a beginner?",
+    ],
+    [
+        "How do I explain photosynthesis to a ten-year-old?",
+        "Can you turn the photosynthesis explanation into a short experiment with a plant?",
+        "What questions might the child ask about photosynthesis, and how do I answer them?",
+        "Is there a simple drawing that shows photosynthesis for children?",
+    ],
+]
 
-def chat(battle: Battle, message: str = "How do I keep basil alive on a windowsill?") -> None:
+
+def chat(battle: Battle, message: str | None = None) -> None:
     """One turn, with both replies generated in this process from the fake LLM server.
 
     The generation tasks that turn_submit enqueues on commit never run here: tests run inside a
-    transaction that never commits, so the replies are produced by calling the service directly.
+    transaction that never commits, so the replies are produced by calling the service directly. The
+    replies are dated a minute back, as if the rater had taken the time to read them.
     """
-    turn = turn_submit(battle=battle, message=message)
+    turn = turn_submit(battle=battle, message=message or next_message(battle))
     for reply in Reply.objects.filter(turn=turn):
         reply_generate(reply_id=reply.pk)
+    Reply.objects.filter(turn=turn).update(finished_at=timezone.now() - timedelta(minutes=1))
+
+
+def next_message(battle: Battle) -> str:
+    task = TASKS[(Battle.objects.filter(rater=battle.rater, pk__lt=battle.pk).count()) % len(TASKS)]
+    return task[battle.turns.count() % len(task)]
 
 
 def chat_turns(battle: Battle, count: int) -> None:
-    for index in range(count):
-        chat(battle, f"Question {index + 1}: how do I keep basil alive on a windowsill?")
+    for _ in range(count):
+        chat(battle)
 
 
-def verdict(outcome: str = "a", **overrides: str) -> dict[str, str]:
-    return {slug: overrides.get(slug.replace("-", "_"), outcome) for slug in DIMENSIONS}
+def verdict(battle: Battle, outcome: str = "a", **overrides: str) -> dict[str, str]:
+    """A vote on every dimension (`trust_safety="tie"` overrides one), answering the battle's attention
+    check as asked."""
+    choices = {slug: overrides.get(slug.replace("-", "_"), outcome) for slug in DIMENSIONS}
+    if battle.attention_expected:
+        choices["attention"] = battle.attention_expected
+    return choices
 
 
 def voted_battle(rater, outcome: str = "a", **overrides: str) -> tuple[Battle, Vote]:
     """A new battle for the rater, chatted for three turns and voted on (not yet applied to ratings)."""
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
-    return battle, vote_submit(battle=battle, choices=verdict(outcome, **overrides))
+    return battle, vote_submit(battle=battle, choices=verdict(battle, outcome, **overrides))

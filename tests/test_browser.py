@@ -12,6 +12,7 @@ from leaderboard.models import AppliedVote
 from raters.models import Group
 from raters.services import quota_set
 from tests.conftest import CAST
+from tests.helpers import TASKS
 from tests.workers import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -79,7 +80,7 @@ def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
 
     for turn in range(1, 4):
         box = page.get_by_label("Your message to both models")
-        box.fill(f"Turn {turn}: how should I plan a vegetable garden on a small balcony?")
+        box.fill(TASKS[1][turn - 1])
         box.press("Enter")  # Enter sends
         expect(page.get_by_test_id("progress")).to_contain_text(f"Turn {turn} of at most", timeout=20_000)
         before_vote = page.content()
@@ -87,11 +88,15 @@ def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
             assert model["name"] not in before_vote and model["maker"] not in before_vote
 
     expect(page.get_by_test_id("progress")).to_contain_text("Voting is open")
-    for fieldset in page.locator("form.vote fieldset").all():
+    page.wait_for_timeout(4_000)  # reading the last replies: faster votes are struck as too fast
+    for fieldset in page.locator("form.vote fieldset:not([data-testid=attention-check])").all():
         fieldset.get_by_label("Model A").check()
+    check = page.get_by_test_id("attention-check")  # a rater's first battles always carry one
+    check.get_by_label(check.locator("strong").inner_text(), exact=True).check()
     page.get_by_role("button", name="Submit vote").click()
 
     expect(page.get_by_role("heading", name=re.compile("who you were talking to"))).to_be_visible()
+    expect(page.get_by_test_id("strike-warning")).to_have_count(0)
     model_a = page.get_by_test_id("model-a-name").inner_text()
     model_b = page.get_by_test_id("model-b-name").inner_text()
     assert {model_a, model_b} <= {m["name"] for m in CAST} and model_a != model_b
@@ -186,3 +191,40 @@ def test_hostile_text_from_models_and_raters_stays_inert(
     assert "bold" in text and "gnirts desrever" in text and "width text stays readable" in text
     assert '<script>alert("rater")</script>' in text  # the rater's own text, shown as text
     assert page.console_errors == []
+
+
+def test_three_strikes_end_the_session_with_the_screen_out_code(
+    page, live_server, celery_workers, study, groups, fake_llm
+):
+    study.screen_out_code = "SCREENED-3"
+    study.save()
+    enter_and_screen(
+        page,
+        f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={'b' * 24}",
+        country="United Kingdom",
+        age="35–54",  # noqa: RUF001
+        ethnicity="Asian",
+        politics="Labour",
+    )
+    box = page.get_by_label("Your message to both models")
+    box.fill("How do I bake a sourdough loaf with a crisp crust at home?")
+    box.press("Enter")
+    expect(page.get_by_test_id("progress")).to_contain_text("Turn 1 of at most", timeout=20_000)
+    battle_url = page.url
+
+    box = page.get_by_label("Your message to both models")
+    box.fill("hi")
+    box.press("Enter")
+    expect(page.locator("#errors")).to_contain_text("Warning 1 of 3")
+    box.fill("asdfgh")
+    box.press("Enter")
+    expect(page.locator("#errors")).to_contain_text("Warning 2 of 3")
+    box.fill("Who won the football world cup in 1998 and who scored in the final?")
+    box.press("Enter")
+
+    expect(page.get_by_role("heading", name="Your session has ended")).to_be_visible()
+    expect(page.get_by_test_id("panel-code")).to_have_text("SCREENED-3")
+    page.goto(battle_url)
+    expect(page.get_by_role("heading", name="Your session has ended")).to_be_visible()  # no way back to vote
+    # The two warnings arrive as 422 responses, which the browser and htmx both log; nothing else may.
+    assert [e for e in page.console_errors if "422" not in e] == []

@@ -1,10 +1,13 @@
 """The vote → rating path through real Celery workers consuming from real Redis (no eager mode)."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.tasks import apply_votes
-from tests.helpers import verdict
+from tests.helpers import next_message, verdict
 from tests.workers import wait_for
 from tournaments.models import Battle, Reply
 from tournaments.services import battle_start, turn_submit, vote_submit
@@ -12,22 +15,24 @@ from tournaments.services import battle_start, turn_submit, vote_submit
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-def chat_through_workers(battle: Battle, message: str) -> None:
-    turn = turn_submit(battle=battle, message=message)
+def chat_through_workers(battle: Battle) -> None:
+    turn = turn_submit(battle=battle, message=next_message(battle))
     wait_for(
         lambda: Reply.objects.filter(turn=turn, state=Reply.State.DONE).count() == 2,
         message="both replies from the llm worker",
     )
+    # As if the rater had taken a minute to read them (votes faster than reading speed are struck).
+    Reply.objects.filter(turn=turn).update(finished_at=timezone.now() - timedelta(minutes=1))
 
 
 def test_it_generates_replies_and_applies_the_vote_in_real_workers(celery_workers, rater, fake_llm):
     battle = battle_start(rater=rater)
-    for index in range(3):
-        chat_through_workers(battle, f"Turn {index}: what should I cook tonight?")
+    for _ in range(3):
+        chat_through_workers(battle)
     assert len(fake_llm.requests) == 6
     assert Reply.objects.filter(content__startswith="Reply from").count() == 6
 
-    vote = vote_submit(battle=battle, choices=verdict("a"))
+    vote = vote_submit(battle=battle, choices=verdict(battle, "a"))
     wait_for(
         lambda: AppliedVote.objects.filter(vote=vote).exists(), message="the ratings worker to apply the vote"
     )
@@ -40,9 +45,9 @@ def test_it_generates_replies_and_applies_the_vote_in_real_workers(celery_worker
     # time, so once a later vote is applied the duplicate has been handled too.
     apply_votes.delay(vote.pk)
     later = battle_start(rater=rater)
-    for index in range(3):
-        chat_through_workers(later, f"Turn {index}: and for dessert?")
-    later_vote = vote_submit(battle=later, choices=verdict("tie"))
+    for _ in range(3):
+        chat_through_workers(later)
+    later_vote = vote_submit(battle=later, choices=verdict(later, "tie"))
     wait_for(lambda: AppliedVote.objects.filter(vote=later_vote).exists(), message="the later vote")
     pooled_overall = Rating.objects.filter(dimension__slug="overall", group=None)
     assert sum(r.battles for r in pooled_overall) == 4  # two votes, two models each: nothing applied twice
@@ -54,7 +59,7 @@ def test_it_marks_a_failed_side_and_sets_the_battle_aside(celery_workers, rater,
 
     battle = battle_start(rater=rater)
     fake_llm.script(battle.model_a.api_model, Malformed())
-    turn_submit(battle=battle, message="Hello")
+    turn_submit(battle=battle, message="How do tides work on the Atlantic coast?")
     wait_for(
         lambda: Battle.objects.get(pk=battle.pk).state == Battle.State.VOID, message="the battle to be voided"
     )

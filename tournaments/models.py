@@ -159,6 +159,8 @@ class Battle(models.Model):
     void_reason = models.CharField(max_length=200, blank=True)
     # A model named itself or its maker: the vote is kept for audit and left out of ratings.
     flagged_reason = models.CharField(max_length=300, blank=True)
+    # The answer the vote form's attention-check item asks for ("a", "b" or "tie"); blank: no check.
+    attention_expected = models.CharField(max_length=3, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
@@ -235,6 +237,7 @@ class Vote(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Seconds from the last reply being shown to the vote, kept for quality control.
     seconds_to_vote = models.FloatField(null=True)
+    attention_answer = models.CharField(max_length=3, blank=True)
 
     def __str__(self):
         return f"Vote on {self.battle}"

@@ -3,6 +3,7 @@ from dataclasses import dataclass
 
 from config.errors import NotFound
 from raters.models import Rater
+from raters.services import STRIKES_TO_EXCLUDE
 from tournaments.models import Battle, Dimension, Outcome, Reply, Side
 
 
@@ -25,6 +26,7 @@ class BattleView:
     battle: Battle
     turns: list[TurnView]
     dimensions: list[Dimension]
+    warnings: list[str]
 
     @property
     def turns_done(self) -> int:
@@ -86,8 +88,23 @@ def battle_view(*, battle: Battle) -> BattleView:
             )
         )
     return BattleView(
-        battle=battle, turns=turns, dimensions=list(battle.tournament.dimensions.order_by("position"))
+        battle=battle,
+        turns=turns,
+        dimensions=list(battle.tournament.dimensions.order_by("position")),
+        warnings=strike_warnings(rater=battle.rater, battle=battle),
     )
+
+
+def strike_warnings(*, rater: Rater, battle: Battle | None = None, vote=None) -> list[str]:
+    """ "Warning N of 3: ..." for the rater's standing strikes on this battle (or vote), N counting all
+    of the rater's standing strikes."""
+    standing = list(rater.strikes.filter(lifted_at__isnull=True).order_by("created_at"))
+    return [
+        f"Warning {number} of {STRIKES_TO_EXCLUDE}: {strike.reason}"
+        for number, strike in enumerate(standing, start=1)
+        if (battle is not None and strike.battle_id == battle.pk)
+        or (vote is not None and strike.vote_id == vote.pk)
+    ]
 
 
 def battle_reveal(*, battle: Battle) -> list[RevealRow]:

@@ -11,8 +11,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.errors import Conflict, InvalidInput
-from raters.models import Rater
+from config.errors import Conflict, InvalidInput, SessionEnded, StrikeWarning
+from raters.models import QualityRuleSetting, Rater
+from raters.services import (
+    LLM_JUDGE_RULE,
+    STRIKES_TO_EXCLUDE,
+    message_quality_check,
+    quality_settings,
+    vote_quality_check,
+)
 from tournaments.defaults import DEFAULT_DIMENSIONS
 from tournaments.identity import self_identification
 from tournaments.limits import ModelLimiter
@@ -67,10 +74,25 @@ def battle_start(*, rater: Rater) -> Battle:
                 model_a=model_a,
                 model_b=model_b,
                 pair_probability=probability,
+                attention_expected=_attention_check_for(
+                    battle_number=Battle.objects.filter(rater=rater).count() + 1
+                ),
             )
     except IntegrityError:
         # Two clicks raced; the database let only one active battle exist.
         return Battle.objects.get(rater=rater, state=Battle.State.ACTIVE)
+
+
+def _attention_check_for(*, battle_number: int) -> str:
+    """The answer this battle's attention item asks for, or "" for none. A rater's first two battles
+    always carry one, so any session longer than a few minutes has at least two; later battles carry one
+    at the configured rate."""
+    setting = quality_settings()["attention"]
+    if setting.mode == QualityRuleSetting.Mode.OFF:
+        return ""
+    if battle_number <= 2 or _random.random() < float(setting.params.get("rate", 0.25)):
+        return _random.choice(Outcome.values)
+    return ""
 
 
 def _draw_pair(models: list[LLMModel], *, seen_pairs: set[frozenset]) -> tuple[LLMModel, LLMModel, float]:
@@ -88,6 +110,7 @@ def _draw_pair(models: list[LLMModel], *, seen_pairs: set[frozenset]) -> tuple[L
 
 def turn_submit(*, battle: Battle, message: str) -> Turn:
     """Send the rater's message to both models: one turn, two pending replies, two generation tasks."""
+    from raters.tasks import judge_topic
     from tournaments.tasks import generate_reply
 
     tournament = battle.tournament
@@ -97,6 +120,7 @@ def turn_submit(*, battle: Battle, message: str) -> Turn:
         raise InvalidInput(
             f"Message too long ({len(message):,} characters; the limit is {tournament.max_message_chars:,})."
         )
+    _check_message_quality(battle, message)
     with transaction.atomic():
         battle = Battle.objects.select_for_update().get(pk=battle.pk)
         if battle.state != Battle.State.ACTIVE:
@@ -112,7 +136,24 @@ def turn_submit(*, battle: Battle, message: str) -> Turn:
         replies = Reply.objects.bulk_create([Reply(turn=turn, side=Side.A), Reply(turn=turn, side=Side.B)])
         for reply in replies:
             generate_reply.delay_on_commit(reply.pk)
+        if quality_settings()[LLM_JUDGE_RULE].mode != QualityRuleSetting.Mode.OFF:
+            judge_topic.delay_on_commit(turn.pk)
     return turn
+
+
+def _check_message_quality(battle: Battle, message: str) -> None:
+    """A message that fails a quality rule is not sent: the rater gets a warning, or after the third
+    strike, the end of the session. Its strike is committed before the error is raised."""
+    if battle.state != Battle.State.ACTIVE:
+        return  # turn_submit says why nothing can be sent
+    strike = message_quality_check(rater=battle.rater, battle=battle, message=message)
+    if strike is None:
+        return
+    if strike.number >= STRIKES_TO_EXCLUDE:
+        raise SessionEnded("Your session has ended after three warnings.")
+    raise StrikeWarning(
+        strike.reason[:1].upper() + strike.reason[1:], number=strike.number, of=STRIKES_TO_EXCLUDE
+    )
 
 
 def reply_generate(*, reply_id: int) -> None:
@@ -133,7 +174,7 @@ def reply_generate(*, reply_id: int) -> None:
         return
     model = battle.model_a if reply.side == Side.A else battle.model_b
     try:
-        text = complete(_provider_config(model), _conversation(reply), limiter=_limiter())
+        text = complete(provider_config_for(model), _conversation(reply), limiter=_limiter())
     except ProviderError as exc:
         _reply_fail(reply, claimed_at=now, error=str(exc)[:300])
         model_record_failure(model=model, error=exc)
@@ -214,7 +255,7 @@ def battle_void(*, battle_id: int, reason: str) -> None:
     )
 
 
-def _provider_config(model: LLMModel) -> ProviderConfig:
+def provider_config_for(model: LLMModel) -> ProviderConfig:
     api_key = ""
     if model.api_key_env:
         api_key = os.environ.get(model.api_key_env, "")
@@ -264,6 +305,9 @@ def vote_submit(*, battle: Battle, choices: Mapping[str, str]) -> Vote:
     if unanswered:
         raise InvalidInput("Please choose Model A, Model B or Tie for: " + "; ".join(unanswered) + ".")
     verdict = {d.pk: choices[d.slug] for d in dimensions}
+    attention_answer = choices.get("attention", "")
+    if battle.attention_expected and attention_answer not in Outcome.values:
+        raise InvalidInput("Please answer the check question too.")
     with transaction.atomic():
         # Lock the battle only: a join would also lock the tournament and queue every vote behind it.
         battle = Battle.objects.select_for_update(of=("self",)).select_related("tournament").get(pk=battle.pk)
@@ -280,13 +324,16 @@ def vote_submit(*, battle: Battle, choices: Mapping[str, str]) -> Vote:
             .values_list("finished_at", flat=True)[0]
         )
         vote = Vote.objects.create(
-            battle=battle, seconds_to_vote=(timezone.now() - last_reply_at).total_seconds()
+            battle=battle,
+            seconds_to_vote=(timezone.now() - last_reply_at).total_seconds(),
+            attention_answer=attention_answer if battle.attention_expected else "",
         )
         VoteChoice.objects.bulk_create(
             VoteChoice(vote=vote, dimension_id=dimension_id, outcome=outcome)
             for dimension_id, outcome in verdict.items()
         )
         Battle.objects.filter(pk=battle.pk).update(state=Battle.State.VOTED, ended_at=timezone.now())
+        vote_quality_check(vote=vote)
         apply_votes.delay_on_commit(vote.pk)
     return vote
 

@@ -6,12 +6,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
+from config.errors import SessionEnded
 from config.ratelimit import rate_limit
 from raters.decorators import admitted_rater_required, rater_required
 from raters.models import Rater
 from raters.services import rater_complete_if_done
 from tournaments.models import Battle
-from tournaments.selectors import battle_for_rater, battle_reveal, battle_view
+from tournaments.selectors import battle_for_rater, battle_reveal, battle_view, strike_warnings
 from tournaments.services import battle_start, turn_submit, vote_submit
 
 
@@ -58,7 +59,9 @@ def vote_create(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
     rate_limit(action="votes", key=str(request.rater.public_id), limit=settings.RATE_LIMIT_VOTES_PER_MINUTE)
     vote_submit(battle=battle, choices=request.POST)
-    rater_complete_if_done(rater=request.rater)
+    rater = rater_complete_if_done(rater=Rater.objects.get(pk=request.rater.pk))
+    if rater.status == Rater.Status.EXCLUDED:
+        raise SessionEnded("Your session has ended after three warnings.")
     url = reverse("tournaments:reveal", kwargs={"public_id": battle.public_id})
     if request.htmx:
         return HttpResponseClientRedirect(url)
@@ -75,6 +78,7 @@ def battle_reveal_page(request, public_id: uuid.UUID):
     context = {
         "battle": battle,
         "rows": battle_reveal(battle=battle),
+        "warnings": strike_warnings(rater=rater, vote=battle.vote),
         "session_done": rater.status == Rater.Status.COMPLETED,
         "battles_done": rater.battles.filter(state=Battle.State.VOTED).count(),
         "battles_per_session": rater.study.battles_per_session,

@@ -76,7 +76,7 @@ def test_it_offers_finishing_after_the_last_vote(client, panel_study):
     enter_and_screen(client, panel_study, {"age": "us-age-55-plus", "ethnicity": "", "politics": ""})
     battle = battle_start(rater=Rater.objects.get())
     chat_turns(battle, 3)
-    reveal = client.post(f"/battle/{battle.public_id}/vote/", verdict(), follow=True)
+    reveal = client.post(f"/battle/{battle.public_id}/vote/", verdict(battle), follow=True)
     assert b"Finish and get your completion code" in reveal.content
     assert client.post("/battle/next/").url == "/rate/next/"
 

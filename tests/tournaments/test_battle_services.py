@@ -48,7 +48,7 @@ def test_it_refuses_to_start_without_two_active_models(rater, tournament):
 def test_it_enqueues_generation_only_after_commit(rater, django_capture_on_commit_callbacks):
     battle = battle_start(rater=rater)
     with django_capture_on_commit_callbacks() as callbacks:
-        turn_submit(battle=battle, message="Hello")
+        turn_submit(battle=battle, message="How do I keep basil alive on a windowsill?")
     assert len(callbacks) == 2
     with django_capture_on_commit_callbacks() as callbacks, pytest.raises(InvalidInput):
         turn_submit(battle=battle, message="   ")
@@ -57,19 +57,23 @@ def test_it_enqueues_generation_only_after_commit(rater, django_capture_on_commi
 
 def test_it_sends_each_side_its_own_history(rater, fake_llm):
     battle = battle_start(rater=rater)
-    chat(battle, "First question")
-    chat(battle, "Second question")
+    chat(battle, "How do I keep basil alive on a windowsill?")
+    chat(battle, "How often should basil be watered?")
     last_a = [r for r in fake_llm.requests if r["json"]["model"] == battle.model_a.api_model][-1]["json"]
     first_reply_a = Reply.objects.get(turn__index=0, side="a").content
-    assert [m["content"] for m in last_a["messages"]] == ["First question", first_reply_a, "Second question"]
+    assert [m["content"] for m in last_a["messages"]] == [
+        "How do I keep basil alive on a windowsill?",
+        first_reply_a,
+        "How often should basil be watered?",
+    ]
     assert [m["role"] for m in last_a["messages"]] == ["user", "assistant", "user"]
 
 
 def test_it_refuses_a_second_message_while_replies_are_pending(rater):
     battle = battle_start(rater=rater)
-    turn_submit(battle=battle, message="one")
+    turn_submit(battle=battle, message="How do I keep basil alive on a windowsill?")
     with pytest.raises(Conflict, match="wait until both models have answered"):
-        turn_submit(battle=battle, message="two")
+        turn_submit(battle=battle, message="And how much light does basil need?")
     assert Turn.objects.count() == 1
 
 
@@ -87,7 +91,7 @@ def test_it_stops_at_the_turn_limit(rater, tournament):
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
     with pytest.raises(InvalidInput, match="limit of 3 turns"):
-        turn_submit(battle=battle, message="one more")
+        turn_submit(battle=battle, message="One more question about basil seeds?")
 
 
 def test_it_generates_a_reply_once_however_often_the_task_runs(rater, fake_llm):
@@ -116,16 +120,16 @@ def test_it_voids_the_battle_when_a_side_fails_and_never_switches_model(rater, f
         battle.model_b.api_model,
     }
     with pytest.raises(Conflict, match="set aside"):
-        vote_submit(battle=battle, choices=verdict())
+        vote_submit(battle=battle, choices=verdict(battle))
 
 
 def test_it_unlocks_the_vote_only_after_the_minimum_turns(rater):
     battle = battle_start(rater=rater)
     chat_turns(battle, 2)
     with pytest.raises(Conflict, match="at least 3 turns"):
-        vote_submit(battle=battle, choices=verdict())
+        vote_submit(battle=battle, choices=verdict(battle))
     chat(battle)
-    vote = vote_submit(battle=battle, choices=verdict())
+    vote = vote_submit(battle=battle, choices=verdict(battle))
     battle.refresh_from_db()
     assert battle.state == Battle.State.VOTED
     assert vote.choices.count() == 5
@@ -137,14 +141,14 @@ def test_it_refuses_to_vote_while_a_reply_is_pending(rater):
     chat_turns(battle, 3)
     Reply.objects.filter(side="a").update(state=Reply.State.PENDING)
     with pytest.raises(Conflict, match="wait until both models"):
-        vote_submit(battle=battle, choices=verdict())
+        vote_submit(battle=battle, choices=verdict(battle))
     assert Vote.objects.count() == 0
 
 
 def test_it_asks_for_every_dimension(rater):
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
-    choices = verdict()
+    choices = verdict(battle)
     del choices["trust-safety"]
     choices["overall"] = "maybe"
     with pytest.raises(InvalidInput, match="Trust, ethics & safety; Overall winner"):
@@ -154,10 +158,10 @@ def test_it_asks_for_every_dimension(rater):
 def test_it_keeps_one_vote_per_battle_and_treats_a_repeat_as_the_same_vote(rater):
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
-    first = vote_submit(battle=battle, choices=verdict("a"))
-    assert vote_submit(battle=battle, choices=verdict("a")) == first
+    first = vote_submit(battle=battle, choices=verdict(battle, "a"))
+    assert vote_submit(battle=battle, choices=verdict(battle, "a")) == first
     with pytest.raises(Conflict, match="already voted"):
-        vote_submit(battle=battle, choices=verdict("b"))
+        vote_submit(battle=battle, choices=verdict(battle, "b"))
     assert Vote.objects.count() == 1
 
 
@@ -166,7 +170,7 @@ def test_it_does_not_pay_for_a_reply_once_the_battle_is_set_aside(rater, fake_ll
 
     battle = battle_start(rater=rater)
     fake_llm.script(battle.model_a.api_model, Malformed())
-    turn = turn_submit(battle=battle, message="Hello")
+    turn = turn_submit(battle=battle, message="How do I keep basil alive on a windowsill?")
     reply_generate(reply_id=Reply.objects.get(turn=turn, side="a").pk)
     reply_generate(reply_id=Reply.objects.get(turn=turn, side="b").pk)
     assert [r["json"]["model"] for r in fake_llm.requests] == [battle.model_a.api_model]

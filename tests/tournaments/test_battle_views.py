@@ -64,7 +64,7 @@ def test_it_shows_a_reply_only_when_both_sides_are_done(rater, rater_client):
 
 def test_it_escapes_what_the_rater_types(rater, rater_client):
     battle = battle_start(rater=rater)
-    chat(battle, '<script>alert("x")</script>')
+    chat(battle, '<script>alert("x")</script> How should a web page show text like this safely?')
     page = rater_client.get(f"/battle/{battle.public_id}/").content.decode()
     assert '<script>alert("x")</script>' not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
@@ -85,14 +85,14 @@ def test_it_hides_other_raters_battles(rater, study):
     intruder = client_for(admitted_rater(study))
     assert intruder.get(f"/battle/{battle.public_id}/").status_code == 404
     assert intruder.post(f"/battle/{battle.public_id}/turn/", {"message": "hi"}).status_code == 404
-    assert intruder.post(f"/battle/{battle.public_id}/vote/", verdict()).status_code == 404
+    assert intruder.post(f"/battle/{battle.public_id}/vote/", verdict(battle)).status_code == 404
     assert battle.turns.count() == 0
 
 
 def test_it_reveals_names_after_the_vote_and_offers_another_battle(rater, rater_client):
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
-    response = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict("b"), follow=True)
+    response = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict(battle, "b"), follow=True)
     page = response.content.decode()
     assert response.redirect_chain[-1][0] == f"/battle/{battle.public_id}/reveal/"
     assert re.search(rf'data-testid="model-a-name">{battle.model_a.name}<', page)
@@ -106,9 +106,9 @@ def test_it_reveals_names_after_the_vote_and_offers_another_battle(rater, rater_
 def test_it_answers_a_changed_vote_with_409(rater, rater_client):
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
-    rater_client.post(f"/battle/{battle.public_id}/vote/", verdict("a"))
-    again = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict("a"))
-    changed = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict("tie"))
+    rater_client.post(f"/battle/{battle.public_id}/vote/", verdict(battle, "a"))
+    again = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict(battle, "a"))
+    changed = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict(battle, "tie"))
     assert again.status_code == 302
     assert changed.status_code == 409
     assert b"already voted" in changed.content
@@ -118,7 +118,7 @@ def test_it_answers_a_changed_vote_with_409(rater, rater_client):
 def test_it_redirects_htmx_votes_to_the_reveal(rater, rater_client):
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
-    response = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict(), HTTP_HX_REQUEST="true")
+    response = rater_client.post(f"/battle/{battle.public_id}/vote/", verdict(battle), HTTP_HX_REQUEST="true")
     assert response.headers["HX-Redirect"] == f"/battle/{battle.public_id}/reveal/"
 
 
@@ -127,7 +127,7 @@ def test_it_rejects_a_vote_without_a_csrf_token(rater):
     chat_turns(battle, 3)
     client = client_for(rater)
     client.handler.enforce_csrf_checks = True
-    response = client.post(f"/battle/{battle.public_id}/vote/", verdict())
+    response = client.post(f"/battle/{battle.public_id}/vote/", verdict(battle))
     assert response.status_code == 403
     assert Vote.objects.count() == 0
 
@@ -137,7 +137,7 @@ def test_it_stops_polling_and_explains_when_a_side_fails(rater, rater_client, fa
 
     battle = battle_start(rater=rater)
     fake_llm.script(battle.model_b.api_model, Malformed("upstream says: model-x overloaded"))
-    chat(battle, "Hello")
+    chat(battle, "How do tides work on the Atlantic coast?")
     fragment = rater_client.get(f"/battle/{battle.public_id}/", HTTP_HX_REQUEST="true").content.decode()
     assert "every 1s" not in fragment
     assert "is writing" not in fragment

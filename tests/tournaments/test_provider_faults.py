@@ -66,7 +66,7 @@ def test_it_flags_a_battle_whose_model_names_itself_and_leaves_the_vote_out(rate
     chat_turns(battle, 3)
     battle.refresh_from_db()
     assert "identified itself" in battle.flagged_reason
-    vote = vote_submit(battle=battle, choices=verdict("a"))  # the rater is not penalised
+    vote = vote_submit(battle=battle, choices=verdict(battle, "a"))  # the rater is not penalised
     assert ratings_apply_pending() == 1
     assert AppliedVote.objects.get(vote=vote).counted is False
     assert Rating.objects.count() == 0

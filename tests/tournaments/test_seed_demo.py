@@ -1,9 +1,15 @@
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.utils import timezone
 
-from raters.models import Group, Quota, Study
-from tournaments.models import LLMModel, Tournament
+from leaderboard.services import ratings_apply_pending
+from raters.models import Group, Quota, Strike, Study
+from tests.helpers import TASKS, verdict
+from tournaments.models import Battle, LLMModel, Reply, Tournament
+from tournaments.services import reply_generate
 
 pytestmark = pytest.mark.django_db
 
@@ -44,11 +50,6 @@ def test_it_is_idempotent(settings, tmp_path):
 
 
 def test_it_lets_a_rater_finish_a_demo_battle_offline(client, settings, tmp_path):
-    from leaderboard.services import ratings_apply_pending
-    from tests.helpers import verdict
-    from tournaments.models import Reply
-    from tournaments.services import reply_generate
-
     settings.VAR_DIR = tmp_path
     call_command("seed_demo")
     client.get("/rate/")
@@ -57,10 +58,13 @@ def test_it_lets_a_rater_finish_a_demo_battle_offline(client, settings, tmp_path
         "/rate/screener/", {"country": "US", "age": "us-age-55-plus", "ethnicity": "", "politics": ""}
     )
     battle_url = client.get("/rate/next/", follow=True).redirect_chain[-1][0]
-    for index in range(3):
-        client.post(f"{battle_url}turn/", {"message": f"How do I start running, part {index}?"})
+    battle = Battle.objects.get()
+    for message in TASKS[4][:3]:
+        client.post(f"{battle_url}turn/", {"message": message})
         for reply in Reply.objects.filter(state=Reply.State.PENDING):
             reply_generate(reply_id=reply.pk)
     assert Reply.objects.filter(content__contains="Offline demo reply").count() == 6
-    assert client.post(f"{battle_url}vote/", verdict("tie")).status_code == 302
+    Reply.objects.update(finished_at=timezone.now() - timedelta(minutes=1))  # time taken to read
+    assert client.post(f"{battle_url}vote/", verdict(battle, "tie")).status_code == 302
     assert ratings_apply_pending() == 1
+    assert not Strike.objects.exists()

@@ -25,7 +25,7 @@ def test_it_stores_one_vote_for_fifty_concurrent_identical_submissions(rater, se
         try:
             client = client_for(rater)
             start.wait()
-            response = client.post(f"/battle/{battle.public_id}/vote/", verdict("b"))
+            response = client.post(f"/battle/{battle.public_id}/vote/", verdict(battle, "b"))
             return response.status_code, response.headers.get("Location")
         finally:
             connection.close()
@@ -47,24 +47,38 @@ def test_it_throttles_messages_per_rater_whatever_the_forwarded_address(rater, r
     settings.RATE_LIMIT_MESSAGES_PER_MINUTE = 2
     battle = battle_start(rater=rater)
     url = f"/battle/{battle.public_id}/turn/"
-    first = rater_client.post(url, {"message": "First"}, HTTP_X_FORWARDED_FOR="10.0.0.1")
-    second = rater_client.post(url, {"message": "Second"}, HTTP_X_FORWARDED_FOR="10.0.0.2")
+    first = rater_client.post(
+        url, {"message": "How do I keep basil alive on a windowsill?"}, HTTP_X_FORWARDED_FOR="10.0.0.1"
+    )
+    second = rater_client.post(
+        url, {"message": "How often should basil be watered?"}, HTTP_X_FORWARDED_FOR="10.0.0.2"
+    )
     assert (first.status_code, second.status_code) == (302, 409)  # the second waits for replies, and counts
-    response = rater_client.post(url, {"message": "One too many"}, HTTP_X_FORWARDED_FOR="10.9.9.9")
+    response = rater_client.post(
+        url, {"message": "Does basil need fertiliser in pots?"}, HTTP_X_FORWARDED_FOR="10.9.9.9"
+    )
     assert response.status_code == 429
     assert 1 <= int(response.headers["Retry-After"]) <= 61
     assert b"Too many messages" in response.content
-    assert list(battle.turns.values_list("message", flat=True)) == ["First"]
+    assert battle.turns.count() == 1
 
 
 @pytest.mark.django_db
 def test_it_keeps_model_names_out_of_error_pages_before_the_vote(rater, rater_client):
     battle = battle_start(rater=rater)
     responses = [
-        rater_client.post(f"/battle/{battle.public_id}/vote/", verdict()),  # too early
+        rater_client.post(f"/battle/{battle.public_id}/vote/", verdict(battle)),  # too early
         rater_client.post(f"/battle/{battle.public_id}/turn/", {"message": "x" * 10_000}),
-        rater_client.post(f"/battle/{battle.public_id}/turn/", {"message": "hi"}, HTTP_HX_REQUEST="true"),
-        rater_client.post(f"/battle/{battle.public_id}/turn/", {"message": "again"}, HTTP_HX_REQUEST="true"),
+        rater_client.post(
+            f"/battle/{battle.public_id}/turn/",
+            {"message": "How do I keep basil alive on a windowsill?"},
+            HTTP_HX_REQUEST="true",
+        ),
+        rater_client.post(
+            f"/battle/{battle.public_id}/turn/",
+            {"message": "How often should basil be watered?"},
+            HTTP_HX_REQUEST="true",
+        ),
     ]
     assert [r.status_code for r in responses] == [409, 400, 200, 409]
     for response in responses:

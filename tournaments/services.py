@@ -120,18 +120,11 @@ def turn_submit(*, battle: Battle, message: str) -> Turn:
         raise InvalidInput(
             f"Message too long ({len(message):,} characters; the limit is {tournament.max_message_chars:,})."
         )
+    _ensure_can_send(battle)  # before judging the message: a message that cannot be sent is not judged
     _check_message_quality(battle, message)
     with transaction.atomic():
         battle = Battle.objects.select_for_update().get(pk=battle.pk)
-        if battle.state != Battle.State.ACTIVE:
-            raise Conflict("This battle has ended; no more messages can be sent.")
-        turns_done = battle.turns.count()
-        if turns_done >= tournament.max_turns:
-            raise InvalidInput(
-                f"This battle has reached its limit of {tournament.max_turns} turns. Please vote."
-            )
-        if Reply.objects.filter(turn__battle=battle).exclude(state=Reply.State.DONE).exists():
-            raise Conflict("Please wait until both models have answered before sending another message.")
+        turns_done = _ensure_can_send(battle)
         turn = Turn.objects.create(battle=battle, index=turns_done, message=message)
         replies = Reply.objects.bulk_create([Reply(turn=turn, side=Side.A), Reply(turn=turn, side=Side.B)])
         for reply in replies:
@@ -141,11 +134,23 @@ def turn_submit(*, battle: Battle, message: str) -> Turn:
     return turn
 
 
+def _ensure_can_send(battle: Battle) -> int:
+    """Raise unless the battle takes another message now; returns the number of turns so far."""
+    if battle.state != Battle.State.ACTIVE:
+        raise Conflict("This battle has ended; no more messages can be sent.")
+    turns_done = battle.turns.count()
+    if turns_done >= battle.tournament.max_turns:
+        raise InvalidInput(
+            f"This battle has reached its limit of {battle.tournament.max_turns} turns. Please vote."
+        )
+    if Reply.objects.filter(turn__battle=battle).exclude(state=Reply.State.DONE).exists():
+        raise Conflict("Please wait until both models have answered before sending another message.")
+    return turns_done
+
+
 def _check_message_quality(battle: Battle, message: str) -> None:
     """A message that fails a quality rule is not sent: the rater gets a warning, or after the third
     strike, the end of the session. Its strike is committed before the error is raised."""
-    if battle.state != Battle.State.ACTIVE:
-        return  # turn_submit says why nothing can be sent
     strike = message_quality_check(rater=battle.rater, battle=battle, message=message)
     if strike is None:
         return

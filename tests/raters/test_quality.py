@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from config.errors import InvalidInput, SessionEnded, StrikeWarning
+from config.errors import Conflict, InvalidInput, SessionEnded, StrikeWarning
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.services import ratings_apply_pending, ratings_replay
 from raters.models import QualityRuleSetting, Rater, RuleOutcome, StaffAction, Strike
@@ -300,3 +300,13 @@ def test_the_corpus_report_prints_each_rules_record(capsys):
         "attention",
     }
     assert all(row[2] == "0" for row in rows.values())  # no false strikes at the shipped thresholds
+
+
+def test_it_does_not_judge_a_message_that_could_not_be_sent_anyway(rater):
+    battle = battle_start(rater=rater)
+    turn_submit(battle=battle, message="How do I keep basil alive on a windowsill?")  # replies pending
+    outcomes_before = RuleOutcome.objects.count()
+    with pytest.raises(Conflict, match="wait until both models"):
+        turn_submit(battle=battle, message="hi")
+    assert not Strike.objects.exists()
+    assert RuleOutcome.objects.count() == outcomes_before

@@ -49,3 +49,58 @@ class AppliedVote(models.Model):
 
     def __str__(self):
         return f"Applied {self.vote}"
+
+
+class FitSnapshot(models.Model):
+    """One published batch fit of one dimension: what it was fitted on, with what settings, and when.
+    Boards show the latest; every earlier one stays, so any past board can be shown again."""
+
+    tournament = models.ForeignKey("tournaments.Tournament", on_delete=models.CASCADE, related_name="+")
+    dimension = models.ForeignKey("tournaments.Dimension", on_delete=models.CASCADE, related_name="snapshots")
+    created_at = models.DateTimeField(auto_now_add=True)
+    first_vote_id = models.BigIntegerField(null=True)
+    last_vote_id = models.BigIntegerField(null=True)
+    votes = models.PositiveIntegerField()
+    settings = models.JSONField(default=dict)
+    tie_parameter = models.FloatField(help_text="Davidson's nu for this dimension.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.dimension} fitted {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class FitScore(models.Model):
+    """A model's published score on one board (pooled when group is null) of one snapshot."""
+
+    snapshot = models.ForeignKey(FitSnapshot, on_delete=models.CASCADE, related_name="scores")
+    group = models.ForeignKey(
+        "raters.Group", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    model = models.ForeignKey("tournaments.LLMModel", on_delete=models.CASCADE, related_name="+")
+    # Expected points against the whole field (win 1, tie 1/2), with its 95% interval.
+    score = models.FloatField()
+    score_low = models.FloatField()
+    score_high = models.FloatField()
+    rank = models.PositiveIntegerField(
+        help_text="Shared: one plus the models whose interval lies wholly above."
+    )
+    rank_low = models.PositiveIntegerField()
+    rank_high = models.PositiveIntegerField()
+    p_best = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["snapshot", "model"], condition=Q(group__isnull=True), name="fitscore_unique_pooled"
+            ),
+            models.UniqueConstraint(
+                fields=["snapshot", "group", "model"],
+                condition=Q(group__isnull=False),
+                name="fitscore_unique_group",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.model}: {self.score:.3f}"

@@ -1,7 +1,7 @@
 from dataclasses import dataclass
 
 from config.errors import NotFound
-from leaderboard.live_trueskill import DEFAULT_MU, DEFAULT_SIGMA, conservative_score
+from leaderboard.live_trueskill import conservative_score
 from leaderboard.models import Rating
 from raters.models import Group
 from tournaments.models import Dimension, Tournament
@@ -34,7 +34,10 @@ def leaderboard_rows(*, dimension: Dimension, group: Group | None) -> list[Board
     unsorted = []
     for model_id, model in entrants.items():
         rating = ratings.get(model_id)
-        mu, sigma = (rating.mu, rating.sigma) if rating else (DEFAULT_MU, DEFAULT_SIGMA)
+        tournament = dimension.tournament
+        mu, sigma = (
+            (rating.mu, rating.sigma) if rating else (tournament.trueskill_mu, tournament.trueskill_sigma)
+        )
         counts = (rating.wins, rating.losses, rating.ties) if rating else (0, 0, 0)
         unsorted.append((conservative_score(mu, sigma), model, mu, sigma, counts))
     unsorted.sort(key=lambda row: (-row[0], row[1].name))

@@ -1,11 +1,17 @@
+import math
+from collections import Counter, defaultdict
+
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard.live_trueskill import DEFAULT_MU, DEFAULT_SIGMA, rate_outcome
-from leaderboard.models import AppliedVote, Rating
-from raters.models import Rater
-from tournaments.models import Outcome, Vote
+from leaderboard import btd, poststrat
+from leaderboard.live_trueskill import rate_outcome
+from leaderboard.models import AppliedVote, FitScore, FitSnapshot, Rating
+from leaderboard.trueskill_kernel import TrueSkillParams
+from raters.census import PRESETS
+from raters.models import Group, Rater
+from tournaments.models import Dimension, Outcome, Tournament, Vote, VoteChoice
 
 
 def ratings_apply_vote(*, vote_id: int) -> bool:
@@ -16,7 +22,11 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
     handled the vote.
     """
     with transaction.atomic():
-        vote = Vote.objects.select_for_update(of=("self",)).select_related("battle__rater").get(pk=vote_id)
+        vote = (
+            Vote.objects.select_for_update(of=("self",))
+            .select_related("battle__rater", "battle__tournament")
+            .get(pk=vote_id)
+        )
         if AppliedVote.objects.filter(vote=vote).exists():
             return False
         battle = vote.battle
@@ -27,7 +37,9 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
             return True
         group_ids = list(battle.rater.groups.values_list("pk", flat=True))
         choices = list(vote.choices.select_related("dimension"))
+        tournament = battle.tournament
         ratings = _locked_ratings(
+            tournament=tournament,
             dimension_ids=[c.dimension_id for c in choices],
             group_ids=group_ids,
             model_ids=[battle.model_a_id, battle.model_b_id],
@@ -41,7 +53,7 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
                     rating_a,
                     rating_b,
                     outcome=choice.outcome,
-                    draw_probability=choice.dimension.draw_probability,
+                    params=tournament.trueskill_params(draw_probability=choice.dimension.draw_probability),
                 )
                 rating_a.updated_at = rating_b.updated_at = now
         Rating.objects.bulk_update(ratings.values(), ["mu", "sigma", "wins", "losses", "ties", "updated_at"])
@@ -49,12 +61,20 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
     return True
 
 
-def _locked_ratings(*, dimension_ids: list[int], group_ids: list[int], model_ids: list[int]) -> dict:
+def _locked_ratings(
+    *, tournament, dimension_ids: list[int], group_ids: list[int], model_ids: list[int]
+) -> dict:
     """Every rating row the vote touches, created if missing and locked in primary-key order so that
     concurrent writers cannot deadlock."""
     Rating.objects.bulk_create(
         [
-            Rating(dimension_id=d, group_id=g, model_id=m, mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
+            Rating(
+                dimension_id=d,
+                group_id=g,
+                model_id=m,
+                mu=tournament.trueskill_mu,
+                sigma=tournament.trueskill_sigma,
+            )
             for d in dimension_ids
             for g in [None, *group_ids]
             for m in model_ids
@@ -70,12 +90,9 @@ def _locked_ratings(*, dimension_ids: list[int], group_ids: list[int], model_ids
     return {(r.dimension_id, r.group_id, r.model_id): r for r in rows}
 
 
-def _update_pair(rating_a: Rating, rating_b: Rating, *, outcome: str, draw_probability: float) -> None:
+def _update_pair(rating_a: Rating, rating_b: Rating, *, outcome: str, params: TrueSkillParams) -> None:
     (rating_a.mu, rating_a.sigma), (rating_b.mu, rating_b.sigma) = rate_outcome(
-        (rating_a.mu, rating_a.sigma),
-        (rating_b.mu, rating_b.sigma),
-        outcome=outcome,
-        draw_probability=draw_probability,
+        (rating_a.mu, rating_a.sigma), (rating_b.mu, rating_b.sigma), outcome=outcome, params=params
     )
     if outcome == Outcome.TIE:
         rating_a.ties += 1
@@ -97,9 +114,212 @@ def ratings_apply_pending(*, up_to_vote_id: int | None = None, tournament_id: in
 
 
 def ratings_replay(*, tournament_id: int) -> int:
-    """Rebuild every live rating of a tournament from its vote log, in vote order. Used after votes are
-    removed (erasure); readers keep seeing the old ratings until the rebuilt ones commit."""
+    """Rebuild every live rating of a tournament from its vote log, in vote order, honouring every
+    exclusion (flagged battles, excluded raters; erased raters' votes are gone). Returns the votes
+    replayed.
+
+    The whole log is replayed in memory with the closed-form kernel and written back in bulk, in one
+    transaction: readers see the old ratings until the new ones commit. It runs on the ratings queue,
+    the single writer, so no vote is applied while it runs.
+    """
+    tournament = Tournament.objects.get(pk=tournament_id)
+    votes = list(
+        Vote.objects.filter(battle__tournament=tournament)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "battle__model_a_id",
+            "battle__model_b_id",
+            "battle__rater_id",
+            "battle__flagged_reason",
+            "battle__rater__status",
+        )
+    )
+    choices = defaultdict(list)
+    for vote_id, dimension_id, outcome, draw_probability in VoteChoice.objects.filter(
+        vote__battle__tournament=tournament
+    ).values_list("vote_id", "dimension_id", "outcome", "dimension__draw_probability"):
+        choices[vote_id].append((dimension_id, outcome, draw_probability))
+    groups_of = _groups_by_rater({vote[3] for vote in votes})
+    params_by_probability: dict[float, TrueSkillParams] = {}
+    state: dict[tuple, Rating] = {}
+    counted_flags = []
+    for vote_id, model_a, model_b, rater_id, flagged_reason, rater_status in votes:
+        counted = not flagged_reason and rater_status != Rater.Status.EXCLUDED
+        counted_flags.append(AppliedVote(vote_id=vote_id, counted=counted))
+        if not counted:
+            continue
+        for dimension_id, outcome, draw_probability in choices[vote_id]:
+            params = params_by_probability.setdefault(
+                draw_probability, tournament.trueskill_params(draw_probability=draw_probability)
+            )
+            for group_id in [None, *groups_of.get(rater_id, [])]:
+                rating_a, rating_b = (
+                    _replay_rating(state, tournament, dimension_id, group_id, model)
+                    for model in (model_a, model_b)
+                )
+                _update_pair(rating_a, rating_b, outcome=outcome, params=params)
     with transaction.atomic():
-        Rating.objects.filter(dimension__tournament_id=tournament_id).delete()
-        AppliedVote.objects.filter(vote__battle__tournament_id=tournament_id).delete()
-        return ratings_apply_pending(tournament_id=tournament_id)
+        Rating.objects.filter(dimension__tournament=tournament).delete()
+        AppliedVote.objects.filter(vote__battle__tournament=tournament).delete()
+        Rating.objects.bulk_create(state.values(), batch_size=2000)
+        AppliedVote.objects.bulk_create(counted_flags, batch_size=2000)
+    return len(votes)
+
+
+def _replay_rating(state: dict, tournament: Tournament, dimension_id: int, group_id, model_id: int) -> Rating:
+    key = (dimension_id, group_id, model_id)
+    if key not in state:
+        state[key] = Rating(
+            dimension_id=dimension_id,
+            group_id=group_id,
+            model_id=model_id,
+            mu=tournament.trueskill_mu,
+            sigma=tournament.trueskill_sigma,
+        )
+    return state[key]
+
+
+# --- Published ratings: the batch fit -----------------------------------------------------------------
+
+FIT_DRAWS = 2000
+FIT_GROUP_PRIOR_SD = 0.5
+
+
+def tournaments_with_votes() -> list[int]:
+    return list(Vote.objects.values_list("battle__tournament_id", flat=True).distinct())
+
+
+def fits_publish(*, tournament_id: int) -> list[FitSnapshot]:
+    """Fit every dimension of a tournament on the counted votes and store a snapshot per dimension:
+    the pooled board (post-stratified to the census) and one board per group with data."""
+    tournament = Tournament.objects.get(pk=tournament_id)
+    snapshots = []
+    for dimension in tournament.dimensions.order_by("position"):
+        if _counted_choices(dimension).exists():  # a dimension nobody has voted on has nothing to publish
+            snapshots.append(_fit_dimension(tournament, dimension))
+    return snapshots
+
+
+def _counted_choices(dimension: Dimension):
+    """The votes every board may use: not flagged, not from an excluded rater."""
+    return VoteChoice.objects.filter(dimension=dimension, vote__battle__flagged_reason="").exclude(
+        vote__battle__rater__status=Rater.Status.EXCLUDED
+    )
+
+
+def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
+    choices = _counted_choices(dimension)
+    rows = list(
+        choices.values_list(
+            "vote_id",
+            "vote__battle__rater_id",
+            "vote__battle__model_a_id",
+            "vote__battle__model_b_id",
+            "outcome",
+        )
+    )
+    model_ids = sorted(
+        set(tournament.llm_models.values_list("pk", flat=True)) | {r[2] for r in rows} | {r[3] for r in rows}
+    )
+    model_index = {model_id: index for index, model_id in enumerate(model_ids)}
+    groups_of = _groups_by_rater({r[1] for r in rows})
+    group_ids = sorted({g for groups in groups_of.values() for g in groups})
+    group_index = {group_id: index for index, group_id in enumerate(group_ids)}
+    votes = []
+    for _vote_id, rater_id, model_a, model_b, outcome in rows:
+        cell = tuple(sorted(group_index[g] for g in groups_of.get(rater_id, ())))
+        votes.append(
+            (cell, model_index[model_a], model_index[model_b], {"a": "i", "b": "j"}.get(outcome, "tie"))
+        )
+    counts = btd.Counts.from_votes(votes, len(model_ids))
+    fit = btd.fit_btd(
+        counts,
+        n_models=len(model_ids),
+        n_groups=len(group_ids),
+        group_prior_sd=FIT_GROUP_PRIOR_SD,
+        with_groups=bool(group_ids),
+    )
+    population, method = _pooled_population(groups_of, group_index)
+    snapshot = FitSnapshot.objects.create(
+        tournament=tournament,
+        dimension=dimension,
+        first_vote_id=min((r[0] for r in rows), default=None),
+        last_vote_id=max((r[0] for r in rows), default=None),
+        votes=len(rows),
+        settings={"group_prior_sd": FIT_GROUP_PRIOR_SD, "draws": FIT_DRAWS, "pooled": method},
+        tie_parameter=math.exp(fit.log_nu),
+    )
+    boards = [(None, population)] + [(group_id, [((group_index[group_id],), 1.0)]) for group_id in group_ids]
+    FitScore.objects.bulk_create(
+        FitScore(
+            snapshot=snapshot,
+            group_id=group_id,
+            model_id=model_ids[row.model],
+            score=row.score,
+            score_low=row.score_low,
+            score_high=row.score_high,
+            rank=row.rank,
+            rank_low=row.rank_low,
+            rank_high=row.rank_high,
+            p_best=row.p_best,
+        )
+        for group_id, board_population in boards
+        for row in btd.skills_for(fit, board_population, n_draws=FIT_DRAWS, seed=snapshot.pk)
+    )
+    return snapshot
+
+
+def _groups_by_rater(rater_ids: set[int]) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for rater_id, group_id in Rater.groups.through.objects.filter(rater_id__in=rater_ids).values_list(
+        "rater_id", "group_id"
+    ):
+        groups.setdefault(rater_id, []).append(group_id)
+    return groups
+
+
+def _pooled_population(groups_of: dict[int, list[int]], group_index: dict[int, int]):
+    """Cells and weights for the pooled board: within each country, raters' full cells (one group on
+    every axis) raked to the census margins; countries weighted by their share of those raters.
+
+    Falls back to the sample's own cell mix, and says so, where the census cannot be matched (a census
+    category nobody in the sample belongs to, or no census preset for the country)."""
+    groups = {g.pk: g for g in Group.objects.filter(pk__in=group_index).select_related("axis__country")}
+    full_cells: dict[str, Counter] = defaultdict(Counter)
+    for group_ids in groups_of.values():
+        country = groups[group_ids[0]].axis.country if group_ids else None
+        if country is None or len(group_ids) != country.axes.count():
+            continue
+        ordered = sorted((groups[g] for g in group_ids), key=lambda g: g.axis.position)
+        full_cells[country.code][tuple(g.pk for g in ordered)] += 1
+    total = sum(sum(cells.values()) for cells in full_cells.values())
+    if total == 0:
+        return [((), 1.0)], "global skill only (no rater with a full cell yet)"
+    population, notes = [], []
+    for code, cells in full_cells.items():
+        weights, note = _country_weights(code, cells, groups)
+        notes.append(f"{code}: {note}")
+        share = sum(cells.values()) / total
+        population += [
+            (tuple(sorted(group_index[g] for g in cell)), share * weight) for cell, weight in weights.items()
+        ]
+    return population, "; ".join(notes)
+
+
+def _country_weights(code: str, cells: Counter, groups: dict) -> tuple[dict[tuple, float], str]:
+    sample_total = sum(cells.values())
+    sample = {cell: count / sample_total for cell, count in cells.items()}
+    preset = PRESETS.get(code)
+    if preset is None:
+        return sample, "sample weights (no census preset)"
+    axes = [groups[g].axis.slug for g in next(iter(cells))]
+    by_labels = {tuple(groups[g].label for g in cell): cell for cell in cells}
+    try:
+        margins = {position: preset[axis].shares for position, axis in enumerate(axes)}
+        raked = poststrat.rake({labels: sample[cell] for labels, cell in by_labels.items()}, margins)
+    except (KeyError, ValueError) as error:
+        return sample, f"sample weights (census not matchable: {error})"
+    return {
+        by_labels[labels]: weight for labels, weight in raked.items() if weight > 0
+    }, "raked to census margins"

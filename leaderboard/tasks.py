@@ -17,3 +17,14 @@ def reconcile_ratings() -> int:
 @shared_task
 def replay_ratings(tournament_id: int) -> int:
     return services.ratings_replay(tournament_id=tournament_id)
+
+
+@shared_task
+def publish_fits() -> int:
+    """The periodic batch fit of every tournament with votes; returns how many snapshots were stored."""
+    return sum(len(services.fits_publish(tournament_id=t)) for t in services.tournaments_with_votes())
+
+
+@shared_task
+def publish_fits_for(tournament_id: int) -> int:
+    return len(services.fits_publish(tournament_id=tournament_id))

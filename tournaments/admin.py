@@ -45,6 +45,15 @@ class TournamentAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["llm_models"]
     inlines = [DimensionInline]
+    actions = ["publish_fits"]
+
+    @admin.action(description="Fit and publish the boards now")
+    def publish_fits(self, request, queryset):
+        from leaderboard.tasks import publish_fits_for
+
+        for tournament in queryset:
+            publish_fits_for.delay(tournament.pk)
+        self.message_user(request, f"Publishing started for {queryset.count()} tournament(s).")
 
 
 class TurnInline(admin.TabularInline):

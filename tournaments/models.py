@@ -5,6 +5,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from leaderboard.trueskill_kernel import TrueSkillParams
+
 
 class LLMModelQuerySet(models.QuerySet):
     def available(self):
@@ -100,6 +102,12 @@ class Tournament(models.Model):
     min_turns = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
     max_turns = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
     max_message_chars = models.PositiveIntegerField(default=4000, validators=[MinValueValidator(1)])
+    # TrueSkill's model parameters for the live ratings (the package's defaults); each dimension sets its
+    # own draw probability.
+    trueskill_mu = models.FloatField(default=25.0)
+    trueskill_sigma = models.FloatField(default=25 / 3, validators=[MinValueValidator(0.001)])
+    trueskill_beta = models.FloatField(default=25 / 6, validators=[MinValueValidator(0.001)])
+    trueskill_tau = models.FloatField(default=25 / 3 / 100, validators=[MinValueValidator(0.0)])
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -112,6 +120,15 @@ class Tournament(models.Model):
 
     def __str__(self):
         return self.name
+
+    def trueskill_params(self, *, draw_probability: float) -> TrueSkillParams:
+        return TrueSkillParams(
+            mu=self.trueskill_mu,
+            sigma=self.trueskill_sigma,
+            beta=self.trueskill_beta,
+            tau=self.trueskill_tau,
+            draw_probability=draw_probability,
+        )
 
 
 class Dimension(models.Model):

@@ -139,6 +139,7 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-ratings": {"task": "leaderboard.tasks.reconcile_ratings", "schedule": 60.0},
     "release-abandoned-slots": {"task": "raters.tasks.release_abandoned_slots", "schedule": 60.0},
     "scan-consensus": {"task": "raters.tasks.scan_consensus", "schedule": 3600.0},
+    "publish-fits": {"task": "leaderboard.tasks.publish_fits", "schedule": 3600.0},
 }
 
 # Populus settings.

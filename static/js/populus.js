@@ -10,3 +10,11 @@ document.addEventListener("keydown", (event) => {
     if (field.value.trim()) field.form.requestSubmit();
   }
 });
+
+// An error or warning shown for one request is cleared once a later request succeeds; warnings that
+// still stand are part of the battle itself and come back with it.
+document.addEventListener("htmx:afterRequest", (event) => {
+  if (!event.detail.successful) return;
+  const slot = document.getElementById("errors");
+  if (slot) slot.replaceChildren();
+});

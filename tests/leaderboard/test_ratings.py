@@ -1,9 +1,10 @@
 import pytest
 import trueskill
 
-from leaderboard.live_trueskill import DEFAULT_MU, DEFAULT_SIGMA, rate_outcome
+from leaderboard.live_trueskill import DEFAULT_PARAMS, rate_outcome
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.services import ratings_apply_pending, ratings_apply_vote
+from leaderboard.trueskill_kernel import TrueSkillParams
 from tests.helpers import voted_battle
 
 pytestmark = pytest.mark.django_db
@@ -23,12 +24,12 @@ def test_it_rates_every_dimension_for_the_pool_and_each_of_the_raters_groups(rat
     for group_id in populations:
         overall = {r.model_id: r for r in Rating.objects.filter(dimension__slug="overall", group_id=group_id)}
         winner, loser = overall[battle.model_a_id], overall[battle.model_b_id]
-        assert winner.mu > DEFAULT_MU > loser.mu
+        assert winner.mu > DEFAULT_PARAMS.mu > loser.mu
         assert (winner.wins, loser.losses) == (1, 1)
         trust = {
             r.model_id: r for r in Rating.objects.filter(dimension__slug="trust-safety", group_id=group_id)
         }
-        assert trust[battle.model_a_id].ties == 1 and trust[battle.model_a_id].sigma < DEFAULT_SIGMA
+        assert trust[battle.model_a_id].ties == 1 and trust[battle.model_a_id].sigma < DEFAULT_PARAMS.sigma
 
 
 def test_it_applies_a_vote_exactly_once(rater):
@@ -41,14 +42,17 @@ def test_it_applies_a_vote_exactly_once(rater):
     assert AppliedVote.objects.count() == 1
 
 
-def test_it_matches_the_trueskill_package_with_the_dimensions_draw_probability(rater):
+def test_it_matches_the_trueskill_package_with_the_tournaments_parameters(rater, tournament):
+    tournament.trueskill_mu, tournament.trueskill_sigma = 1500.0, 350.0
+    tournament.trueskill_beta, tournament.trueskill_tau = 200.0, 3.0
+    tournament.save()
     battle, vote = voted_battle(rater, outcome="b")
     ratings_apply_vote(vote_id=vote.pk)
-    env = trueskill.TrueSkill(draw_probability=0.10)
+    env = trueskill.TrueSkill(mu=1500.0, sigma=350.0, beta=200.0, tau=3.0, draw_probability=0.10)
     expected_b, expected_a = trueskill.rate_1vs1(env.create_rating(), env.create_rating(), env=env)
     pooled = {r.model_id: r for r in Rating.objects.filter(dimension__slug="overall", group=None)}
-    assert pooled[battle.model_a_id].mu == pytest.approx(expected_a.mu, abs=1e-9)
-    assert pooled[battle.model_b_id].sigma == pytest.approx(expected_b.sigma, abs=1e-9)
+    assert pooled[battle.model_a_id].mu == pytest.approx(expected_a.mu, abs=1e-6)
+    assert pooled[battle.model_b_id].sigma == pytest.approx(expected_b.sigma, abs=1e-6)
 
 
 def test_it_applies_pending_votes_in_vote_order(rater, study):
@@ -69,6 +73,7 @@ def test_it_applies_pending_votes_in_vote_order(rater, study):
 
 def test_rate_outcome_treats_b_as_the_mirror_of_a():
     a, b = (27.0, 5.0), (23.0, 7.0)
-    new_a, new_b = rate_outcome(a, b, outcome="b", draw_probability=0.3)
-    mirror_b, mirror_a = rate_outcome(b, a, outcome="a", draw_probability=0.3)
+    params = TrueSkillParams(draw_probability=0.3)
+    new_a, new_b = rate_outcome(a, b, outcome="b", params=params)
+    mirror_b, mirror_a = rate_outcome(b, a, outcome="a", params=params)
     assert new_a == pytest.approx(mirror_a) and new_b == pytest.approx(mirror_b)

@@ -1,0 +1,349 @@
+"""Importing external battle logs (Chatbot Arena's battle format, or CSV) into a tournament.
+
+Reading and validating rows is in `tournaments.arena_format` (plain Python); this module writes them. How
+imported data is shaped:
+
+- **Imported tournaments hold imported battles only.** A tournament is "imported" when its battles all
+  belong to raters of its import study (slug ``import-<tournament slug>``). An import is refused if the
+  tournament holds any battle of a rater from another study (a real panel or open-link rater), so
+  imported and human-rated votes never mix on one board. Nothing in the schema marks the tournament.
+- **One verdict, on "overall" only.** Arena logs carry one verdict per battle, so each imported vote has
+  a single choice, on the "overall" dimension; the other dimensions get no imported votes and their
+  boards stay empty. A tournament without dimensions gets the defaults first.
+- **Models** are matched by name: a model of the tournament with that name, else a placeholder made by an
+  earlier import (same API model name on the imported base URL). Unknown models become such placeholders:
+  endpoint models on ``https://imported.invalid/v1``, inactive, so they are never matched into a live
+  battle; their slug comes from the name, made unique.
+- **Raters.** Each distinct ``judge`` becomes one anonymous rater of the import study: source "panel",
+  the judge id kept only as its HMAC under ``PANEL_ID_HMAC_KEY``, admitted and screened, with no country
+  and no groups, so their votes count on the pooled board only. A row without a judge is credited to a
+  rater per ``question_id`` if it has one, else to one "anonymous" rater per tournament (the keyed values
+  are namespaced so they never equal a judge id's hash).
+- **Battles** are voted, with no turns or replies, ``pair_probability`` 1.0 (how the pair was drawn is
+  unknown), and ``created_at`` / ``ended_at`` and the vote's ``created_at`` from ``tstamp`` (the import
+  time without one). Quality-control checks are not run on imported votes.
+- **Idempotent.** A battle's public id is ``uuid5(IMPORT_NAMESPACE, "<tournament slug>|<row digest>")``
+  where the digest covers what the row says (models, winner, judge, question id, tstamp), not its line
+  number or format. Importing a log again, or a log overlapping an earlier one (even converted between
+  JSON and CSV), creates nothing new. The price: rows that say exactly the same thing are one battle, so
+  a log listing one battle twice imports it once (Arena's rows carry a tstamp to the microsecond and a
+  question id, so true repeats are rare there; a bare CSV of model_a, model_b, winner collapses repeats).
+  Renaming the tournament's slug changes the keys: re-importing afterwards would duplicate.
+- **Non-anonymous battles** (``anony`` false: the judge saw the model names before voting) are skipped
+  unless asked for, since every Populus vote is cast blind.
+- **Order.** Votes are stored and applied to the ratings in the order of the log (TrueSkill depends on
+  order); the log is not re-sorted by tstamp.
+
+Rows are written in batches, each in one transaction that locks the tournament row, so two imports into
+one tournament take turns. After the last batch the new votes are applied to the live ratings.
+"""
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from config.errors import Conflict
+from leaderboard.services import ratings_apply_pending
+from raters.models import Rater, Study
+from raters.panel import keyed_hash
+from tournaments.arena_format import ArenaBattle, BadRow, UnreadableLog
+from tournaments.models import Battle, Dimension, LLMModel, Tournament, Vote, VoteChoice
+from tournaments.services import tournament_add_default_dimensions
+
+# Fixed forever: imported battles' public ids derive from it, which is what makes re-imports idempotent.
+IMPORT_NAMESPACE = uuid.UUID("2f6f4bb4-6a5e-5d8e-9b7e-8a3c1f0d2e41")
+IMPORTED_BASE_URL = "https://imported.invalid/v1"
+OVERALL_DIMENSION = "overall"
+DEFAULT_BATCH_SIZE = 1000
+MAX_BAD_ROWS_KEPT = 50
+# Keyed values of raters without a judge id start with a NUL, which no judge id from a log does.
+_QUESTION_PREFIX = "\x00question_id:"
+_ANONYMOUS = "\x00anonymous"
+_RATER_CACHE_LIMIT = 100_000
+
+
+@dataclass
+class ImportReport:
+    rows_read: int = 0
+    imported: int = 0
+    already_imported: int = 0  # in the database already, or repeated earlier in the log
+    named_skipped: int = 0  # anony false, not asked for
+    bad: int = 0
+    bad_rows: list[BadRow] = field(default_factory=list)  # the first MAX_BAD_ROWS_KEPT
+    models_created: list[str] = field(default_factory=list)
+    raters_created: int = 0
+    ratings_pending: int = 0
+    ratings_applied: int = 0
+    # Set when the log turned unreadable part-way: the rows before it were imported.
+    stopped_by: str = ""
+    phase: str = "importing"  # then "rating", then "done"
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def skipped(self) -> int:
+        return self.already_imported + self.named_skipped
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_read / max(time.monotonic() - self.started, 1e-6)
+
+
+def import_study_slug(tournament: Tournament) -> str:
+    slug = f"import-{tournament.slug}"
+    max_length = Study._meta.get_field("slug").max_length
+    if len(slug) <= max_length:
+        return slug
+    digest = hashlib.sha256(tournament.slug.encode()).hexdigest()[:8]
+    return f"{slug[: max_length - 9]}-{digest}"
+
+
+def battle_import_id(*, tournament: Tournament, row: ArenaBattle) -> uuid.UUID:
+    return uuid.uuid5(IMPORT_NAMESPACE, f"{tournament.slug}|{row.content_key}")
+
+
+def tournament_import_check(*, tournament: Tournament) -> None:
+    """Raise `Conflict` unless battles may be imported into this tournament."""
+    if not settings.PANEL_ID_HMAC_KEY:
+        raise Conflict("PANEL_ID_HMAC_KEY is not set: judge ids can only be stored as keyed hashes.")
+    study_slug = import_study_slug(tournament)
+    if Study.objects.filter(slug=study_slug).exclude(tournament=tournament).exists():
+        raise Conflict(
+            f"The study {study_slug!r}, where imported raters go, belongs to another tournament. "
+            "Rename that study first."
+        )
+    real = Battle.objects.filter(tournament=tournament).exclude(rater__study__slug=study_slug).count()
+    if real:
+        raise Conflict(
+            f"Tournament {tournament.slug!r} holds {real} battle(s) rated on Populus by panel or open-link "
+            "raters. Imported battles must not mix with them: import into a tournament of its own."
+        )
+    if tournament.dimensions.exists() and not tournament.dimensions.filter(slug=OVERALL_DIMENSION).exists():
+        raise Conflict(
+            f"Tournament {tournament.slug!r} has no {OVERALL_DIMENSION!r} dimension, where imported "
+            "verdicts are recorded."
+        )
+
+
+def battles_import(
+    *,
+    tournament: Tournament,
+    rows: Iterable[ArenaBattle | BadRow],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    include_named: bool = False,
+    on_progress: Callable[[ImportReport], None] | None = None,
+) -> ImportReport:
+    """Import parsed rows into the tournament in batches of `batch_size` rows, then apply the new votes
+    to the live ratings. Bad rows are counted and the first ones kept in the report; if the rows' source
+    turns unreadable (`UnreadableLog`), what came before is kept and the report says why it stopped."""
+    tournament_import_check(tournament=tournament)
+    importer = _Importer(tournament)
+    report = importer.report
+    batch: list[ArenaBattle] = []
+    since_flush = 0
+    try:
+        for row in rows:
+            report.rows_read += 1
+            since_flush += 1
+            if isinstance(row, BadRow):
+                report.bad += 1
+                if len(report.bad_rows) < MAX_BAD_ROWS_KEPT:
+                    report.bad_rows.append(row)
+            elif row.anony is False and not include_named:
+                report.named_skipped += 1
+            else:
+                batch.append(row)
+            if since_flush >= batch_size:
+                importer.write(batch)
+                batch, since_flush = [], 0
+                if on_progress:
+                    on_progress(report)
+    except UnreadableLog as error:
+        report.stopped_by = str(error)
+    importer.write(batch)
+    _ratings_apply(report, tournament=tournament, batch_size=batch_size, on_progress=on_progress)
+    return report
+
+
+def _ratings_apply(
+    report: ImportReport,
+    *,
+    tournament: Tournament,
+    batch_size: int,
+    on_progress: Callable[[ImportReport], None] | None,
+) -> None:
+    """Apply the tournament's unapplied votes (the new ones, and any the workers have not reached yet)
+    to the live ratings, oldest first, `batch_size` at a time so progress can be shown."""
+    pending = list(
+        Vote.objects.filter(battle__tournament=tournament, applied__isnull=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    report.phase, report.ratings_pending = "rating", len(pending)
+    if on_progress:
+        on_progress(report)
+    for last in pending[batch_size - 1 :: batch_size] + pending[-1:]:
+        report.ratings_applied += ratings_apply_pending(tournament_id=tournament.pk, up_to_vote_id=last)
+        if on_progress:
+            on_progress(report)
+    report.phase = "done"
+    if on_progress:
+        on_progress(report)
+
+
+class _Importer:
+    def __init__(self, tournament: Tournament):
+        self.tournament = tournament
+        self.report = ImportReport()
+        self.study: Study | None = None
+        self.overall_id: int | None = None
+        self.model_ids: dict[str, int] = {}
+        self.rater_ids: dict[str, int] = {}
+
+    def write(self, batch: list[ArenaBattle]) -> None:
+        if not batch:
+            return
+        with transaction.atomic():
+            # Imports into one tournament take turns, so the existence check below stays true.
+            Tournament.objects.select_for_update().get(pk=self.tournament.pk)
+            if self.study is None:
+                self._set_up()
+            fresh: dict[uuid.UUID, ArenaBattle] = {}
+            for row in batch:
+                fresh.setdefault(battle_import_id(tournament=self.tournament, row=row), row)
+            existing = set(Battle.objects.filter(public_id__in=fresh).values_list("public_id", flat=True))
+            new = {public_id: row for public_id, row in fresh.items() if public_id not in existing}
+            self.report.already_imported += len(batch) - len(new)
+            if new:
+                self._create(new)
+                self.report.imported += len(new)
+
+    def _set_up(self) -> None:
+        if not self.tournament.dimensions.exists():
+            tournament_add_default_dimensions(tournament=self.tournament)
+        self.overall_id = Dimension.objects.get(tournament=self.tournament, slug=OVERALL_DIMENSION).pk
+        self.study, _ = Study.objects.get_or_create(
+            slug=import_study_slug(self.tournament),
+            defaults={
+                "name": f"Imported battles: {self.tournament.name}"[:120],
+                "tournament": self.tournament,
+                "is_open": False,
+                "allows_open_entry": False,
+            },
+        )
+        # Nobody may enter the import study through a link, even if someone opened it in the admin.
+        Study.objects.filter(pk=self.study.pk).update(is_open=False, allows_open_entry=False)
+
+    def _create(self, new: dict[uuid.UUID, ArenaBattle]) -> None:
+        rows = list(new.values())
+        models = self._model_ids({name for row in rows for name in (row.model_a, row.model_b)})
+        raters = self._rater_ids([_rater_key(row) for row in rows])
+        now = timezone.now()
+        battles = Battle.objects.bulk_create(
+            Battle(
+                public_id=public_id,
+                tournament=self.tournament,
+                rater_id=raters[_rater_key(row)],
+                model_a_id=models[row.model_a],
+                model_b_id=models[row.model_b],
+                state=Battle.State.VOTED,
+                pair_probability=1.0,
+                ended_at=row.timestamp or now,
+            )
+            for public_id, row in new.items()
+        )
+        votes = Vote.objects.bulk_create(Vote(battle=battle) for battle in battles)
+        VoteChoice.objects.bulk_create(
+            VoteChoice(vote=vote, dimension_id=self.overall_id, outcome=row.outcome)
+            for vote, row in zip(votes, rows, strict=True)
+        )
+        # created_at is auto_now_add, which bulk_create overwrites with now; the log's time goes in after.
+        dated = [
+            (b, v, row.timestamp)
+            for b, v, row in zip(battles, votes, rows, strict=True)
+            if row.tstamp is not None
+        ]
+        for battle, vote, when in dated:
+            battle.created_at = vote.created_at = when
+        if dated:
+            Battle.objects.bulk_update([b for b, _, _ in dated], ["created_at"])
+            Vote.objects.bulk_update([v for _, v, _ in dated], ["created_at"])
+
+    def _model_ids(self, names: set[str]) -> dict[str, int]:
+        for name in sorted(names - self.model_ids.keys()):
+            model = (
+                self.tournament.llm_models.filter(name=name).order_by("pk").first()
+                or LLMModel.objects.filter(base_url=IMPORTED_BASE_URL, api_model=name).order_by("pk").first()
+                or self._model_create(name)
+            )
+            self.tournament.llm_models.add(model)
+            self.model_ids[name] = model.pk
+        return self.model_ids
+
+    def _model_create(self, name: str) -> LLMModel:
+        base = slugify(name)[:80].strip("-") or "imported-model"
+        for attempt in range(1, 1000):
+            suffix = "" if attempt == 1 else f"-{attempt}"
+            slug = f"{base[: 80 - len(suffix)].rstrip('-')}{suffix}"
+            if LLMModel.objects.filter(slug=slug).exists():
+                continue
+            try:
+                with transaction.atomic():
+                    model = LLMModel.objects.create(
+                        slug=slug,
+                        name=name,
+                        provider=LLMModel.Provider.OPENAI_COMPATIBLE,
+                        base_url=IMPORTED_BASE_URL,
+                        api_model=name,
+                        is_active=False,
+                    )
+            except IntegrityError:
+                continue  # another import took the slug a moment ago
+            self.report.models_created.append(name)
+            return model
+        raise Conflict(f"Could not find a free slug for the model {name!r}.")
+
+    def _rater_ids(self, keys: list[str]) -> dict[str, int]:
+        if len(self.rater_ids) > _RATER_CACHE_LIMIT:
+            self.rater_ids.clear()  # one rater per question id can mean one per row: keep memory bounded
+        hashes = {key: keyed_hash(settings.PANEL_ID_HMAC_KEY, key) for key in set(keys)}
+        missing = {h for key, h in hashes.items() if key not in self.rater_ids}
+        found = dict(
+            Rater.objects.filter(study=self.study, participant_hash__in=missing).values_list(
+                "participant_hash", "pk"
+            )
+        )
+        now = timezone.now()
+        created = Rater.objects.bulk_create(
+            Rater(
+                study=self.study,
+                source=Rater.Source.PANEL,
+                participant_hash=h,
+                status=Rater.Status.ADMITTED,
+                consented_at=now,
+                screened_at=now,
+                admitted_at=now,
+            )
+            for h in sorted(missing - found.keys())
+        )
+        self.report.raters_created += len(created)
+        found.update((rater.participant_hash, rater.pk) for rater in created)
+        for key, h in hashes.items():
+            if h in found:
+                self.rater_ids[key] = found[h]
+        return self.rater_ids
+
+
+def _rater_key(row: ArenaBattle) -> str:
+    """What the row's rater is keyed on: the judge id, else the question id, else one anonymous rater."""
+    if row.judge is not None:
+        return row.judge
+    if row.question_id is not None:
+        return _QUESTION_PREFIX + row.question_id
+    return _ANONYMOUS

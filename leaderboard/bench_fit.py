@@ -119,8 +119,12 @@ def fit_benchmark(n_models: int = 130, n_battles: int = 1_700_000, n_groups: int
       global board's 95% intervals, ranks and P(best) from 2,000 draws.
     * ``bt_seconds``: ``fit_btd(with_groups=False, tie_model=False, theta_prior_sd=None)``, the
       plain Bradley-Terry path (ties as half wins), including its covariance.
-    * ``logistic_seconds``: ``fit_bt_logistic``, Arena's method, on the same counts.
-    * ``fit_speedup`` = logistic_seconds / bt_seconds: the same estimator on the same data.
+    * ``logistic_seconds``: ``fit_bt_logistic``, Arena's method, on the same counts;
+      ``point_fit_ratio`` = logistic_seconds / bt_seconds (point estimates only: both take milliseconds).
+    * ``fit_speedup`` = arena_bootstrap_seconds / intervals_seconds: the same estimator (plain
+      Bradley-Terry) with 95% intervals on each model's log-strength, ours (sufficient statistics,
+      Laplace posterior) against Arena's (the logistic fit refitted on ARENA_BOOTSTRAP_ROUNDS resamples
+      of the battles, then percentiles).
     * ``fit_max_abs_diff``: the largest |difference| between the two plain-BT fits' centred natural-log
       strengths, limited by the logistic fit's loose (Arena) tolerance; ``tight_max_abs_diff`` and
       ``logistic_tight_seconds`` are the same with the logistic fit run to gtol 1e-12, ftol 1e-15.
@@ -153,6 +157,18 @@ def fit_benchmark(n_models: int = 130, n_battles: int = 1_700_000, n_groups: int
     start = time.perf_counter()
     logistic_tight = fit_bt_logistic(counts, n_models, gtol=1e-12, ftol=1e-15)
     logistic_tight_seconds = time.perf_counter() - start
+
+    # The same estimator and the same intervals (95% on each model's log-strength), both ways: ours
+    # from the Laplace posterior of the sufficient-statistics fit, Arena's by refitting on battles
+    # resampled with replacement.
+    start = time.perf_counter()
+    plain_with_intervals = fit_btd(
+        counts, n_models=n_models, n_groups=n_groups, with_groups=False, tie_model=False, theta_prior_sd=None
+    )
+    half_width = 1.959964 * plain_with_intervals.theta_se()
+    _ = (plain_with_intervals.theta - half_width, plain_with_intervals.theta + half_width)
+    intervals_seconds = time.perf_counter() - start
+    arena_seconds = arena_bootstrap_seconds(counts, n_models, rounds=ARENA_BOOTSTRAP_ROUNDS, rng=rng)
     return {
         "n_models": n_models,
         "n_battles": int(counts.n_votes),
@@ -164,12 +180,43 @@ def fit_benchmark(n_models: int = 130, n_battles: int = 1_700_000, n_groups: int
         "fit_converged": fit.converged,
         "bt_seconds": bt_seconds,
         "logistic_seconds": logistic_seconds,
-        "fit_speedup": logistic_seconds / bt_seconds,
+        "fit_speedup": arena_seconds / intervals_seconds,
+        "intervals_seconds": intervals_seconds,
+        "arena_bootstrap_seconds": arena_seconds,
+        "arena_bootstrap_rounds": ARENA_BOOTSTRAP_ROUNDS,
+        "point_fit_ratio": logistic_seconds / bt_seconds,
         "fit_max_abs_diff": float(np.abs(plain.theta - logistic).max()),
         "logistic_tight_seconds": logistic_tight_seconds,
         "tight_max_abs_diff": float(np.abs(plain.theta - logistic_tight).max()),
         "sample_score_max_abs_error": _sample_score_error(fit, world),
     }
+
+
+ARENA_BOOTSTRAP_ROUNDS = 100
+
+
+def arena_bootstrap_seconds(counts: Counts, n_models: int, *, rounds: int, rng: np.random.Generator) -> float:
+    """Seconds for Chatbot Arena's way to 95% intervals: `rounds` times, resample the battles with
+    replacement, count them per pair and refit the logistic Bradley-Terry model; then take percentiles.
+
+    The battle list is built from the counts first, untimed (Arena starts from it).
+    """
+    pair = (counts.rows[:, 1] * n_models + counts.rows[:, 2]).astype(np.int64)
+    per_outcome = counts.rows[:, 3:].astype(np.int64).ravel()  # first wins, second wins, ties; row by row
+    # One entry per battle: its pair, and its outcome (0 = first wins, 1 = second wins, 2 = tie).
+    battle_pair = np.repeat(np.repeat(pair, 3), per_outcome)
+    outcome = np.repeat(np.tile(np.arange(3), len(pair)), per_outcome)
+    start = time.perf_counter()
+    estimates = []
+    for _ in range(rounds):
+        sample = rng.integers(0, len(battle_pair), len(battle_pair))
+        key = battle_pair[sample] * 3 + outcome[sample]
+        tally = np.bincount(key, minlength=n_models * n_models * 3).reshape(n_models * n_models, 3)
+        used = np.flatnonzero(tally.sum(axis=1))
+        rows = np.column_stack([np.zeros(len(used)), used // n_models, used % n_models, tally[used]])
+        estimates.append(fit_bt_logistic(Counts(cells=[()], rows=rows), n_models))
+    np.percentile(np.array(estimates), [2.5, 97.5], axis=0)
+    return time.perf_counter() - start
 
 
 def _sample_score_error(fit, world: World) -> float:

@@ -1,28 +1,15 @@
 """The vote → rating path through real Celery workers consuming from real Redis (no eager mode)."""
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.tasks import apply_votes
-from tests.helpers import next_message, verdict
-from tests.workers import wait_for
+from tests.helpers import verdict
+from tests.workers import chat_through_workers, wait_for
 from tournaments.models import Battle, Reply
 from tournaments.services import battle_start, turn_submit, vote_submit
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def chat_through_workers(battle: Battle) -> None:
-    turn = turn_submit(battle=battle, message=next_message(battle))
-    wait_for(
-        lambda: Reply.objects.filter(turn=turn, state=Reply.State.DONE).count() == 2,
-        message="both replies from the llm worker",
-    )
-    # As if the rater had taken a minute to read them (votes faster than reading speed are struck).
-    Reply.objects.filter(turn=turn).update(finished_at=timezone.now() - timedelta(minutes=1))
 
 
 def test_it_generates_replies_and_applies_the_vote_in_real_workers(celery_workers, rater, fake_llm):

@@ -5,15 +5,19 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import redis
 import yaml
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from config.celery_app import app as celery_app
-from tests.helpers import REPO
+from tests.helpers import REPO, next_message, verdict
+from tournaments.models import Reply
+from tournaments.services import battle_start, turn_submit, vote_submit
 
 WORKER_SERVICES = ("worker-llm", "worker-ratings")
 
@@ -59,14 +63,20 @@ class Workers:
         }
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_dir / f"{service}.log", "ab")  # noqa: SIM115 - closed with the process
+        # A session of its own, so a kill reaches the worker's pool processes too.
         self.processes[service] = subprocess.Popen(
-            compose_command(service), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+            compose_command(service),
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def kill(self, service: str) -> None:
         """SIGKILL, as the kernel's OOM killer or a lost machine would: no warm shutdown, no acks."""
         process = self.processes.pop(service)
-        process.send_signal(signal.SIGKILL)
+        os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
     def restart(self, service: str) -> None:
@@ -105,3 +115,21 @@ def wait_for(condition, *, timeout: float = 30, interval: float = 0.2, message: 
             return result
         time.sleep(interval)
     raise AssertionError(f"Timed out after {timeout} s waiting for {message}")
+
+
+def chat_through_workers(battle) -> None:
+    """One turn whose replies come from the real generation worker."""
+    turn = turn_submit(battle=battle, message=next_message(battle))
+    wait_for(
+        lambda: Reply.objects.filter(turn=turn, state=Reply.State.DONE).count() == 2,
+        message="both replies from the llm worker",
+    )
+    # As if the rater had taken a minute to read them (votes faster than reading speed are struck).
+    Reply.objects.filter(turn=turn).update(finished_at=timezone.now() - timedelta(minutes=1))
+
+
+def voted_battle_through_workers(rater, outcome: str = "a"):
+    battle = battle_start(rater=rater)
+    for _ in range(3):
+        chat_through_workers(battle)
+    return battle, vote_submit(battle=battle, choices=verdict(battle, outcome))

@@ -6,8 +6,6 @@ about a hundred times faster, which is what makes replaying the vote log after a
 
 from leaderboard.trueskill_kernel import TrueSkillParams, rate_1vs1
 
-DEFAULT_PARAMS = TrueSkillParams()
-
 
 def rate_outcome(
     a: tuple[float, float], b: tuple[float, float], *, outcome: str, params: TrueSkillParams

@@ -31,10 +31,10 @@ def leaderboard_rows(*, dimension: Dimension, group: Group | None) -> list[Board
     }
     entrants = {m.pk: m for m in dimension.tournament.llm_models.all()}
     entrants.update({model_id: r.model for model_id, r in ratings.items()})
+    tournament = dimension.tournament
     unsorted = []
     for model_id, model in entrants.items():
         rating = ratings.get(model_id)
-        tournament = dimension.tournament
         mu, sigma = (
             (rating.mu, rating.sigma) if rating else (tournament.trueskill_mu, tournament.trueskill_sigma)
         )

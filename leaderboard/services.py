@@ -14,6 +14,12 @@ from raters.models import Group, Rater
 from tournaments.models import Dimension, Outcome, Tournament, Vote, VoteChoice
 
 
+def vote_is_counted(*, flagged_reason: str, rater_status: str) -> bool:
+    """Whether a vote moves ratings: not when a model gave its identity away (flagged battle), nor when
+    quality control excluded the rater. `_counted_choices` is the same rule as a query."""
+    return not flagged_reason and rater_status != Rater.Status.EXCLUDED
+
+
 def ratings_apply_vote(*, vote_id: int) -> bool:
     """Apply one vote to the live ratings of every dimension, pooled and for each of the rater's groups.
 
@@ -30,7 +36,7 @@ def ratings_apply_vote(*, vote_id: int) -> bool:
         if AppliedVote.objects.filter(vote=vote).exists():
             return False
         battle = vote.battle
-        if battle.flagged_reason or battle.rater.status == Rater.Status.EXCLUDED:
+        if not vote_is_counted(flagged_reason=battle.flagged_reason, rater_status=battle.rater.status):
             # A model gave its identity away, or quality control excluded the rater: the vote stays for
             # audit but moves no rating. Replays ask again, so lifting an exclusion brings it back.
             AppliedVote.objects.create(vote=vote, counted=False)
@@ -145,7 +151,7 @@ def ratings_replay(*, tournament_id: int) -> int:
     state: dict[tuple, Rating] = {}
     counted_flags = []
     for vote_id, model_a, model_b, rater_id, flagged_reason, rater_status in votes:
-        counted = not flagged_reason and rater_status != Rater.Status.EXCLUDED
+        counted = vote_is_counted(flagged_reason=flagged_reason, rater_status=rater_status)
         counted_flags.append(AppliedVote(vote_id=vote_id, counted=counted))
         if not counted:
             continue
@@ -202,7 +208,7 @@ def fits_publish(*, tournament_id: int) -> list[FitSnapshot]:
 
 
 def _counted_choices(dimension: Dimension):
-    """The votes every board may use: not flagged, not from an excluded rater."""
+    """The votes every board may use: `vote_is_counted` as a query."""
     return VoteChoice.objects.filter(dimension=dimension, vote__battle__flagged_reason="").exclude(
         vote__battle__rater__status=Rater.Status.EXCLUDED
     )

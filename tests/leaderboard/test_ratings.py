@@ -1,7 +1,7 @@
 import pytest
 import trueskill
 
-from leaderboard.live_trueskill import DEFAULT_PARAMS, rate_outcome
+from leaderboard.live_trueskill import rate_outcome
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.services import ratings_apply_pending, ratings_apply_vote
 from leaderboard.trueskill_kernel import TrueSkillParams
@@ -24,12 +24,12 @@ def test_it_rates_every_dimension_for_the_pool_and_each_of_the_raters_groups(rat
     for group_id in populations:
         overall = {r.model_id: r for r in Rating.objects.filter(dimension__slug="overall", group_id=group_id)}
         winner, loser = overall[battle.model_a_id], overall[battle.model_b_id]
-        assert winner.mu > DEFAULT_PARAMS.mu > loser.mu
+        assert winner.mu > TrueSkillParams().mu > loser.mu
         assert (winner.wins, loser.losses) == (1, 1)
         trust = {
             r.model_id: r for r in Rating.objects.filter(dimension__slug="trust-safety", group_id=group_id)
         }
-        assert trust[battle.model_a_id].ties == 1 and trust[battle.model_a_id].sigma < DEFAULT_PARAMS.sigma
+        assert trust[battle.model_a_id].ties == 1 and trust[battle.model_a_id].sigma < TrueSkillParams().sigma
 
 
 def test_it_applies_a_vote_exactly_once(rater):

@@ -11,4 +11,6 @@ urlpatterns = [
     path("", include("raters.urls")),
     path("", include("tournaments.urls")),
     path("", include("leaderboard.urls")),
+    path("api/v1/", include("leaderboard.api.urls")),
+    path("api/v1/rater/", include("tournaments.api.urls")),
 ]

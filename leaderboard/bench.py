@@ -11,6 +11,7 @@ import time
 
 import trueskill
 
+from leaderboard.bench_fit import coverage_simulation, fit_benchmark
 from leaderboard.trueskill_kernel import TrueSkillParams, rate_1vs1
 
 # (first, second, drawn): `first` beat `second` unless drawn.
@@ -91,4 +92,19 @@ def replay_benchmark(votes: int = 100_000, models: int = 20, seed: int = 0, repe
             max(abs(k_mu - p_mu), abs(k_sigma - p_sigma))
             for (k_mu, k_sigma), (p_mu, p_sigma) in zip(kernel_table, package_table, strict=True)
         ),
+    }
+
+
+FULL = {"replay_votes": 100_000, "fit_models": 130, "fit_battles": 1_700_000, "coverage_sims": 100}
+QUICK = {"replay_votes": 5_000, "fit_models": 20, "fit_battles": 50_000, "coverage_sims": 10}
+
+
+def run(*, quick: bool) -> dict:
+    """`bench ratings`: replay speed, the batch fit at Arena scale and interval coverage."""
+    sizes = QUICK if quick else FULL
+    return {
+        "sizes": sizes,
+        **replay_benchmark(votes=sizes["replay_votes"], repeats=1 if quick else 5),
+        **fit_benchmark(n_models=sizes["fit_models"], n_battles=sizes["fit_battles"]),
+        **coverage_simulation(n_sims=sizes["coverage_sims"]),
     }

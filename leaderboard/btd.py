@@ -67,11 +67,18 @@ from scipy import linalg, optimize, sparse, stats
 __all__ = [
     "BoardRow",
     "Counts",
+    "DrawSummary",
     "Fit",
+    "ScoreDraws",
+    "centred_covariance",
+    "covariance_from_centred",
+    "draws_summary",
     "field_scores",
     "fit_bt_logistic",
     "fit_bt_plain",
     "fit_btd",
+    "fit_restored",
+    "score_draws",
     "shared_ranks",
     "skills_for",
 ]
@@ -729,13 +736,16 @@ def field_scores(skills: np.ndarray, log_nu: float | np.ndarray) -> np.ndarray:
     ``log_nu`` is a number or has the shape of ``skills`` without its last axis.
     """
     n = skills.shape[-1]
+    # Points = (e^h + nu/2) / (e^h + e^-h + nu) with h = d/2. Divided through by e^|h| this is
+    # (1 or e^-2|h|, + w/2) / (1 + e^-2|h| + w) with w = nu e^-|h|: two exponentials per pair instead of
+    # log-sum-exps (this runs for every draw of every cell), and nothing can overflow once w's exponent
+    # is capped (draws of log nu on little data reach the thousands; the points are then 1/2 either way).
     half_gap = 0.5 * (skills[..., :, None] - skills[..., None, :])
+    distance = np.abs(half_gap)
     log_nu = np.asarray(log_nu, dtype=float)[..., None, None]
-    # (e^{d/2} + nu/2) / (e^{d/2} + e^{-d/2} + nu), in logs so large gaps cannot overflow.
-    log_points = np.logaddexp(half_gap, log_nu - math.log(2)) - np.logaddexp(
-        np.logaddexp(half_gap, -half_gap), log_nu
-    )
-    points = np.exp(log_points).sum(axis=-1) - 0.5  # the diagonal (a model against itself) scores 1/2
+    far = np.exp(-2.0 * distance)
+    w = np.exp(np.minimum(log_nu - distance, 700.0))
+    points = ((np.where(half_gap >= 0, 1.0, far) + 0.5 * w) / (1.0 + far + w)).sum(axis=-1) - 0.5
     return points / (n - 1)
 
 
@@ -832,3 +842,125 @@ def skills_for(
         )
         for m in range(fit.n_models)
     ]
+
+
+# --- Stored posteriors and boards from draws (the personal leaderboard) ------------------------------
+#
+# A profile board is a population of one cell, and weighting several dimensions combines their boards
+# draw by draw, so the functions below hand out the score draws themselves. They follow ``skills_for``
+# step by step (same seed, same numbers) and leave it untouched.
+
+
+@dataclass(frozen=True)
+class ScoreDraws:
+    """Headline scores of one population: at the posterior mode, and for each posterior draw."""
+
+    point: np.ndarray  # (n_models,)
+    draws: np.ndarray  # (n_draws, n_models)
+
+
+@dataclass(frozen=True)
+class DrawSummary:
+    """A board summarised from score draws, one entry per model, in model order (see ``skills_for``)."""
+
+    point: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    rank: np.ndarray  # shared rank of the intervals
+    rank_low: np.ndarray
+    rank_high: np.ndarray
+    p_best: np.ndarray
+
+
+def score_draws(fit: Fit, population: Population, *, n_draws: int = 2000, seed: int = 0) -> ScoreDraws:
+    """The headline scores ``skills_for`` summarises, before summarising: equal seeds give equal draws."""
+    cells = _validated_population(fit, population)
+    groups = sorted({g for cell, _ in cells for g in cell}) if fit.with_groups else []
+    mode_offsets = {g: fit.offsets[:, g][None, :] for g in groups}
+    _, point = _population_scores(fit.theta[None, :], mode_offsets, np.array([fit.log_nu]), cells)
+    theta, offsets, log_nu = _draws(fit, groups, n_draws, np.random.default_rng(seed))
+    _, drawn = _population_scores(theta, offsets, log_nu, cells)
+    return ScoreDraws(point=point[0], draws=drawn)
+
+
+def draws_summary(point: np.ndarray, draws: np.ndarray, *, level: float = 0.95) -> DrawSummary:
+    """Intervals, shared ranks, rank intervals and P(best) of any score with draws, e.g. a weighted sum
+    of several dimensions' ``ScoreDraws`` taken draw by draw. The same rules as ``skills_for``."""
+    tail = (1 - level) / 2
+    low, high = np.quantile(draws, [tail, 1 - tail], axis=0)
+    ranks = stats.rankdata(-draws, axis=1, method="min")
+    return DrawSummary(
+        point=np.asarray(point, dtype=float),
+        low=low,
+        high=high,
+        rank=shared_ranks(low, high),
+        rank_low=np.quantile(ranks, tail, axis=0, method="inverted_cdf").astype(int),
+        rank_high=np.quantile(ranks, 1 - tail, axis=0, method="inverted_cdf").astype(int),
+        p_best=np.bincount(draws.argmax(axis=1), minlength=draws.shape[1]) / len(draws),
+    )
+
+
+def _model_blocks(fit: Fit) -> int:
+    """How many n_models-long blocks (theta, then each group's offsets) lead the packed parameters."""
+    return 1 + fit.n_groups * fit.with_groups
+
+
+def centred_covariance(fit: Fit) -> np.ndarray:
+    """The covariance of the centred parameters: every theta/offset block centred on both sides.
+
+    Draws are centred block by block (``_draws``), so this is all of the covariance they depend on. It
+    is singular (no variance along the common shifts) and its entries are on the scale of the real
+    uncertainties, so it keeps its precision when stored in float32; ``covariance_from_centred`` makes
+    it positive definite again.
+    """
+    n, size = fit.n_models, len(fit.covariance)
+    centring = np.eye(size)
+    for block in range(_model_blocks(fit)):
+        part = slice(n * block, n * (block + 1))
+        centring[part, part] -= 1.0 / n
+    return centring @ fit.covariance @ centring
+
+
+def covariance_from_centred(centred: np.ndarray, *, n_models: int, blocks: int) -> np.ndarray:
+    """A positive definite covariance whose centred form is ``centred``: unit variance is added along
+    each block's common shift, a direction the likelihood cannot see and centring removes again, so
+    every draw of centred parameters has the same distribution as under the fitted covariance."""
+    covariance = np.array(centred, dtype=float)
+    for block in range(blocks):
+        part = slice(n_models * block, n_models * (block + 1))
+        covariance[part, part] += 1.0 / n_models
+    return covariance
+
+
+def fit_restored(
+    *,
+    theta: np.ndarray,
+    offsets: np.ndarray,
+    log_nu: float,
+    covariance: np.ndarray,
+    tie_model: bool = True,
+    with_groups: bool = True,
+) -> Fit:
+    """A Fit rebuilt from a stored posterior (mode and covariance), for ``skills_for`` and
+    ``score_draws``. The solver's diagnostics are not stored: they read as not available."""
+    theta = np.asarray(theta, dtype=float)
+    offsets = np.asarray(offsets, dtype=float).reshape(len(theta), -1)
+    size = len(theta) * (1 + offsets.shape[1] * with_groups) + tie_model
+    if np.shape(covariance) != (size, size):
+        raise ValueError(f"covariance must be {size} x {size} for these parameters")
+    return Fit(
+        theta=theta,
+        offsets=offsets,
+        log_nu=float(log_nu),
+        covariance=np.asarray(covariance, dtype=float),
+        with_groups=with_groups,
+        tie_model=tie_model,
+        group_prior_sd=np.full(offsets.shape[1], math.nan),
+        theta_prior_sd=None,
+        converged=True,
+        iterations=0,
+        message="restored from a stored posterior",
+        grad_norm=math.nan,
+        neg_log_posterior=math.nan,
+        log_marginal=math.nan,
+    )

@@ -104,3 +104,25 @@ class FitScore(models.Model):
 
     def __str__(self):
         return f"{self.model}: {self.score:.3f}"
+
+
+class FitPosterior(models.Model):
+    """What a board for any profile needs from one snapshot's fit, kept for the latest few snapshots of
+    each dimension (older ones are pruned when a fit lands; their published scores stay in FitScore).
+
+    `data` is an `np.savez_compressed` archive made and read only by `services.posterior_encode` and
+    `services.posterior_decode`:
+    model and group ids (the fit's index order), the posterior mode (theta, offsets, log nu) and the
+    covariance of the centred parameters in float32 (upper triangle), plus the pooled board's score
+    draws, so a personal board can say how it differs from the pooled one without refitting.
+    """
+
+    snapshot = models.OneToOneField(
+        FitSnapshot, on_delete=models.CASCADE, primary_key=True, related_name="posterior"
+    )
+    data = models.BinaryField()
+    format = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"Posterior of {self.snapshot}"

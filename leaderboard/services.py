@@ -1,13 +1,18 @@
+import io
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from leaderboard import btd, poststrat
+from leaderboard.boards import board_cache_bump
 from leaderboard.live_trueskill import rate_outcome
-from leaderboard.models import AppliedVote, FitScore, FitSnapshot, Rating
+from leaderboard.models import AppliedVote, FitPosterior, FitScore, FitSnapshot, Rating
 from leaderboard.trueskill_kernel import TrueSkillParams
 from raters.census import PRESETS
 from raters.models import Group, Rater
@@ -16,7 +21,7 @@ from tournaments.models import Dimension, Outcome, Tournament, Vote, VoteChoice
 
 def vote_is_counted(*, flagged_reason: str, rater_status: str) -> bool:
     """Whether a vote moves ratings: not when a model gave its identity away (flagged battle), nor when
-    quality control excluded the rater. `_counted_choices` is the same rule as a query."""
+    quality control excluded the rater. `VoteChoice.objects.counted()` is the same rule as a query."""
     return not flagged_reason and rater_status != Rater.Status.EXCLUDED
 
 
@@ -202,20 +207,15 @@ def fits_publish(*, tournament_id: int) -> list[FitSnapshot]:
     tournament = Tournament.objects.get(pk=tournament_id)
     snapshots = []
     for dimension in tournament.dimensions.order_by("position"):
-        if _counted_choices(dimension).exists():  # a dimension nobody has voted on has nothing to publish
+        # A dimension nobody has voted on has nothing to publish.
+        if VoteChoice.objects.counted().filter(dimension=dimension).exists():
             snapshots.append(_fit_dimension(tournament, dimension))
+    board_cache_bump(tournament_id=tournament_id)
     return snapshots
 
 
-def _counted_choices(dimension: Dimension):
-    """The votes every board may use: `vote_is_counted` as a query."""
-    return VoteChoice.objects.filter(dimension=dimension, vote__battle__flagged_reason="").exclude(
-        vote__battle__rater__status=Rater.Status.EXCLUDED
-    )
-
-
 def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
-    choices = _counted_choices(dimension)
+    choices = VoteChoice.objects.counted().filter(dimension=dimension)
     rows = list(
         choices.values_list(
             "vote_id",
@@ -247,32 +247,62 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         with_groups=bool(group_ids),
     )
     population, method = _pooled_population(groups_of, group_index)
-    snapshot = FitSnapshot.objects.create(
-        tournament=tournament,
-        dimension=dimension,
-        first_vote_id=min((r[0] for r in rows), default=None),
-        last_vote_id=max((r[0] for r in rows), default=None),
-        votes=len(rows),
-        settings={"group_prior_sd": FIT_GROUP_PRIOR_SD, "draws": FIT_DRAWS, "pooled": method},
-        tie_parameter=math.exp(fit.log_nu),
-    )
-    boards = [(None, population)] + [(group_id, [((group_index[group_id],), 1.0)]) for group_id in group_ids]
-    FitScore.objects.bulk_create(
-        FitScore(
-            snapshot=snapshot,
-            group_id=group_id,
-            model_id=model_ids[row.model],
-            score=row.score,
-            score_low=row.score_low,
-            score_high=row.score_high,
-            rank=row.rank,
-            rank_low=row.rank_low,
-            rank_high=row.rank_high,
-            p_best=row.p_best,
+    # One transaction: readers see a snapshot with all its boards and its posterior, or not at all.
+    with transaction.atomic():
+        snapshot = FitSnapshot.objects.create(
+            tournament=tournament,
+            dimension=dimension,
+            first_vote_id=min((r[0] for r in rows), default=None),
+            last_vote_id=max((r[0] for r in rows), default=None),
+            votes=len(rows),
+            settings={"group_prior_sd": FIT_GROUP_PRIOR_SD, "draws": FIT_DRAWS, "pooled": method},
+            tie_parameter=math.exp(fit.log_nu),
         )
-        for group_id, board_population in boards
-        for row in btd.skills_for(fit, board_population, n_draws=FIT_DRAWS, seed=snapshot.pk)
-    )
+        # The pooled board's draws are kept with the posterior (personal boards compare against them),
+        # so it is summarised from them; the numbers are those of skills_for with the same seed.
+        pooled = btd.score_draws(fit, population, n_draws=FIT_DRAWS, seed=snapshot.pk)
+        pooled_board = btd.draws_summary(pooled.point, pooled.draws)
+        FitScore.objects.bulk_create(
+            [
+                FitScore(
+                    snapshot=snapshot,
+                    group=None,
+                    model_id=model_id,
+                    score=pooled_board.point[m],
+                    score_low=pooled_board.low[m],
+                    score_high=pooled_board.high[m],
+                    rank=pooled_board.rank[m],
+                    rank_low=pooled_board.rank_low[m],
+                    rank_high=pooled_board.rank_high[m],
+                    p_best=pooled_board.p_best[m],
+                )
+                for m, model_id in enumerate(model_ids)
+            ]
+            + [
+                FitScore(
+                    snapshot=snapshot,
+                    group_id=group_id,
+                    model_id=model_ids[row.model],
+                    score=row.score,
+                    score_low=row.score_low,
+                    score_high=row.score_high,
+                    rank=row.rank,
+                    rank_low=row.rank_low,
+                    rank_high=row.rank_high,
+                    p_best=row.p_best,
+                )
+                for group_id in group_ids
+                for row in btd.skills_for(
+                    fit, [((group_index[group_id],), 1.0)], n_draws=FIT_DRAWS, seed=snapshot.pk
+                )
+            ]
+        )
+        FitPosterior.objects.create(
+            snapshot=snapshot,
+            data=posterior_encode(fit=fit, model_ids=model_ids, group_ids=group_ids, pooled=pooled),
+            format=POSTERIOR_FORMAT,
+        )
+        _posteriors_prune(dimension)
     return snapshot
 
 
@@ -329,3 +359,106 @@ def _country_weights(code: str, cells: Counter, groups: dict) -> tuple[dict[tupl
     return {
         by_labels[labels]: weight for labels, weight in raked.items() if weight > 0
     }, "raked to census margins"
+
+
+# --- Stored posteriors: what a personal board needs from a fit -------------------------------------------
+
+# Posteriors kept per dimension: the latest, and a couple more for readers still on an earlier snapshot.
+# At 50 models and 22 groups one is about 2.6 MB, so keeping every hourly fit's would add up.
+POSTERIORS_KEPT = 3
+POSTERIOR_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """One snapshot's fit as stored: the mode, the covariance of the centred parameters, and the pooled
+    board's score draws. Ids are database ids, in the fit's own order."""
+
+    model_ids: tuple[int, ...]
+    group_ids: tuple[int, ...]
+    theta: np.ndarray  # (models,)
+    offsets: np.ndarray  # (models, groups)
+    log_nu: float
+    with_groups: bool
+    tie_model: bool
+    centred_covariance: np.ndarray  # float32, symmetric; see btd.centred_covariance
+    pooled: btd.ScoreDraws
+
+    def cell_fit(self, group_ids: Sequence[int]) -> btd.Fit:
+        """The posterior of theta, the offsets of these groups (database ids; in the returned fit they are
+        groups 0, 1, ... in the order given) and log nu, every other group integrated out. Any board of
+        cells made of these groups is the same as under the whole fit."""
+        position = {group_id: index for index, group_id in enumerate(self.group_ids)}
+        missing = [g for g in group_ids if g not in position]
+        if missing or len(set(group_ids)) != len(group_ids):
+            raise ValueError(f"groups {list(group_ids)} are not distinct groups of this fit")
+        n = len(self.model_ids)
+        index = list(range(n))
+        for group_id in group_ids:
+            start = n * (1 + position[group_id])
+            index.extend(range(start, start + n))
+        if self.tie_model:
+            index.append(len(self.centred_covariance) - 1)
+        covariance = btd.covariance_from_centred(
+            self.centred_covariance[np.ix_(index, index)], n_models=n, blocks=1 + len(group_ids)
+        )
+        return btd.fit_restored(
+            theta=self.theta,
+            offsets=self.offsets[:, [position[g] for g in group_ids]],
+            log_nu=self.log_nu,
+            covariance=covariance,
+            tie_model=self.tie_model,
+            with_groups=self.with_groups,
+        )
+
+
+def posterior_encode(*, fit: btd.Fit, model_ids: Sequence[int], group_ids: Sequence[int], pooled) -> bytes:
+    """The FitPosterior archive. The covariance goes in as its centred form, upper triangle, float32:
+    centred entries are on the scale of the real uncertainties, so float32 keeps them to about 1e-7
+    relative; the mode and the pooled board's point scores stay float64."""
+    centred = btd.centred_covariance(fit)
+    buffer = io.BytesIO()
+    np.savez_compressed(
+        buffer,
+        model_ids=np.asarray(model_ids, dtype=np.int64),
+        group_ids=np.asarray(group_ids, dtype=np.int64),
+        theta=fit.theta,
+        offsets=fit.offsets,
+        log_nu=np.float64(fit.log_nu),
+        flags=np.array([fit.with_groups, fit.tie_model]),
+        covariance=centred[np.triu_indices(len(centred))].astype(np.float32),
+        pooled_point=pooled.point,
+        pooled_draws=pooled.draws.astype(np.float32),
+    )
+    return buffer.getvalue()
+
+
+def posterior_decode(data: bytes) -> Posterior:
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
+        upper = archive["covariance"]
+        size = (math.isqrt(8 * len(upper) + 1) - 1) // 2  # len(upper) = size (size + 1) / 2
+        rows, columns = np.triu_indices(size)
+        covariance = np.empty((size, size), dtype=np.float32)
+        covariance[rows, columns] = upper
+        covariance[columns, rows] = upper
+        with_groups, tie_model = (bool(flag) for flag in archive["flags"])
+        return Posterior(
+            model_ids=tuple(int(m) for m in archive["model_ids"]),
+            group_ids=tuple(int(g) for g in archive["group_ids"]),
+            theta=archive["theta"],
+            offsets=archive["offsets"],
+            log_nu=float(archive["log_nu"]),
+            with_groups=with_groups,
+            tie_model=tie_model,
+            centred_covariance=covariance,
+            pooled=btd.ScoreDraws(point=archive["pooled_point"], draws=archive["pooled_draws"]),
+        )
+
+
+def _posteriors_prune(dimension: Dimension) -> None:
+    kept = list(
+        FitSnapshot.objects.filter(dimension=dimension)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)[:POSTERIORS_KEPT]
+    )
+    FitPosterior.objects.filter(snapshot__dimension=dimension).exclude(snapshot_id__in=kept).delete()

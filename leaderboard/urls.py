@@ -1,9 +1,12 @@
 from django.urls import path
 
-from leaderboard import views
+from leaderboard import personal_views, views
 
 app_name = "leaderboard"
 
 urlpatterns = [
     path("leaderboard/", views.leaderboard, name="board"),
+    path("leaderboard/models/<slug:slug>/", views.model_detail, name="model"),
+    path("leaderboard/methodology/", views.methodology, name="methodology"),
+    path("leaderboard/personal/", personal_views.personal, name="personal"),
 ]

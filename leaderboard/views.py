@@ -1,13 +1,30 @@
+"""Public pages: the leaderboard, a model's page and the methodology. Every view answers a plain link
+with the full page and an htmx request with the fragment it swaps in. Rendered bodies are cached whole
+(leaderboard/page_cache.py), so the pages hold nothing specific to a visitor.
+"""
+
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_safe
 
-from leaderboard.selectors import board_choices, groups_by_country_and_axis, leaderboard_rows
+from config.errors import NotFound
+from leaderboard.page_cache import cached_page
+from leaderboard.selectors import (
+    board_choices,
+    board_page,
+    dimension_named,
+    group_sections,
+    methodology_figures,
+    model_for_page,
+    model_page,
+    tournament_choices,
+)
 
 
-@require_http_methods(["GET"])
-def leaderboard(request):
-    """One board: a tournament's dimension, for everyone or for one group. Query parameters pick it, so
-    every board has a plain link; htmx swaps just the table when the selector changes."""
+@require_safe
+@cached_page
+def leaderboard(request, *, fragment: bool):
+    """One board: a tournament's dimension, for everyone or for one group, with its charts. Query
+    parameters pick it, so every board has a plain link; htmx swaps the board area in place."""
     resolved = board_choices(
         tournament_slug=request.GET.get("tournament"),
         dimension_slug=request.GET.get("dimension"),
@@ -18,12 +35,43 @@ def leaderboard(request):
     tournament, dimension, group = resolved
     context = {
         "tournament": tournament,
+        "tournaments": tournament_choices(),
         "dimension": dimension,
         "group": group,
         "dimensions": tournament.dimensions.order_by("position"),
-        "group_sections": groups_by_country_and_axis(),
-        "rows": leaderboard_rows(dimension=dimension, group=group) if dimension else [],
+        "group_sections": group_sections(tournament=tournament, dimension=dimension),
+        "page": board_page(dimension=dimension, group=group) if dimension else None,
     }
-    if request.htmx:
-        return render(request, "leaderboard/_board.html", context)
-    return render(request, "leaderboard/leaderboard.html", context)
+    template = "leaderboard/_board.html" if fragment else "leaderboard/leaderboard.html"
+    return render(request, template, context)
+
+
+@require_safe
+@cached_page
+def model_detail(request, *, slug: str, fragment: bool):
+    """A model in one tournament: its scores on every dimension and group, and how it fared against each
+    opponent. The dimension tabs swap the detail section in place."""
+    model, tournament, tournaments = model_for_page(slug=slug, tournament_slug=request.GET.get("tournament"))
+    dimension = dimension_named(tournament=tournament, slug=request.GET.get("dimension"))
+    if dimension is None:
+        raise NotFound(f"The tournament '{tournament.slug}' has no dimensions yet.")
+    context = {
+        "page": model_page(model=model, tournament=tournament, tournaments=tournaments, dimension=dimension)
+    }
+    template = "leaderboard/_model_detail.html" if fragment else "leaderboard/model.html"
+    return render(request, template, context)
+
+
+@require_safe
+@cached_page
+def methodology(request, *, fragment: bool):
+    """How the boards are made, with live figures for the chosen (or latest) tournament."""
+    resolved = board_choices(
+        tournament_slug=request.GET.get("tournament"), dimension_slug=None, group_slug=None
+    )
+    context = {
+        "figures": methodology_figures(tournament=resolved[0]) if resolved else None,
+        "tournaments": tournament_choices(),
+    }
+    template = "leaderboard/_methodology.html" if fragment else "leaderboard/methodology.html"
+    return render(request, template, context)

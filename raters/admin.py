@@ -1,8 +1,10 @@
 from django.contrib import admin, messages
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
 from raters.models import (
+    ApiClient,
     Axis,
     Country,
     ErasureRecord,
@@ -15,7 +17,7 @@ from raters.models import (
     Strike,
     Study,
 )
-from raters.services import rater_erase
+from raters.services import api_client_revoke, api_token_new, rater_erase
 
 
 class AxisInline(admin.TabularInline):
@@ -144,3 +146,36 @@ class StaffActionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(ApiClient)
+class ApiClientAdmin(admin.ModelAdmin):
+    """Making a client shows its token once, on the page that answers the save; only its hash is kept, so
+    no page can show it again. Revoke by unticking "active" or with the action."""
+
+    list_display = ["name", "kind", "study", "is_active", "created_at", "last_used_at"]
+    list_filter = ["kind", "is_active", "study"]
+    fields = ["name", "kind", "study", "is_active", "created_at", "last_used_at"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # A client's raters stay in the study (and on the boards) it was made for.
+        return ["kind", "study", "created_at", "last_used_at"] if obj else ["created_at", "last_used_at"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            # Kept on the request only, for the page below: never in the session or a message cookie.
+            request.api_client_token, obj.token_hash = api_token_new()
+        super().save_model(request, obj, form, change)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        context = {**self.admin_site.each_context(request), "client": obj, "token": request.api_client_token}
+        context["opts"] = self.opts
+        context["title"] = f"Token for {obj}"
+        return TemplateResponse(request, "admin/raters/apiclient/token_created.html", context)
+
+    @admin.action(description="Revoke the selected clients' tokens")
+    def revoke(self, request, queryset):
+        for client in queryset:
+            api_client_revoke(client=client)
+        self.message_user(request, f"Revoked {queryset.count()} client(s).", messages.SUCCESS)

@@ -1,5 +1,6 @@
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -118,6 +119,28 @@ class Study(models.Model):
     def __str__(self):
         return self.name
 
+    def clean(self):
+        from tournaments.models import Tournament
+
+        if not self.tournament_id:
+            return
+        automated = self.tournament.audience == Tournament.Audience.AUTOMATED
+        if automated and self.allows_open_entry:
+            raise ValidationError(
+                {
+                    "allows_open_entry": "This study's tournament is for automated raters, who only join "
+                    "through automated API clients; open entry from the website is for human tournaments."
+                }
+            )
+        misfit = ApiClient.Kind.HUMAN_PANEL if automated else ApiClient.Kind.AUTOMATED
+        if self.pk and self.api_clients.filter(kind=misfit).exists():
+            raise ValidationError(
+                {
+                    "tournament": f"This tournament is for {self.tournament.audience} raters, but API "
+                    "clients of the other kind rate in this study; their votes would land on its boards."
+                }
+            )
+
 
 class Rater(models.Model):
     class Source(models.TextChoices):
@@ -148,6 +171,10 @@ class Rater(models.Model):
     admitted_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     groups = models.ManyToManyField(Group, blank=True, related_name="raters")
+    # The rater API client that created this rater; null for raters who came through the website.
+    api_client = models.ForeignKey(
+        "ApiClient", on_delete=models.PROTECT, null=True, blank=True, related_name="raters"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -166,6 +193,51 @@ class Rater(models.Model):
     @property
     def is_screened(self) -> bool:
         return self.screened_at is not None
+
+
+class ApiClient(models.Model):
+    """A program that runs raters through the rater API: a custom front-end for people from a panel, or
+    automated raters (scripts, LLM judges with personas). Its raters join one study, and so one tournament,
+    whose audience must match the client's kind.
+
+    Only a SHA-256 hash of the token is stored; the token itself is shown once, when the client is made.
+    """
+
+    class Kind(models.TextChoices):
+        HUMAN_PANEL = "human_panel", "Human panel (a custom front-end for people)"
+        AUTOMATED = "automated", "Automated (scripted or LLM-judge raters)"
+
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="api_clients")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    is_active = models.BooleanField(default=True, help_text="Untick to revoke the token at once.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "API client"
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=["human_panel", "automated"]), name="apiclient_kind")
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def audience(self) -> str:
+        """The tournament audience this client's raters belong to (a value of Tournament.Audience)."""
+        return "automated" if self.kind == self.Kind.AUTOMATED else "human"
+
+    def clean(self):
+        if self.study_id and self.study.tournament.audience != self.audience:
+            raise ValidationError(
+                {
+                    "study": f"A {self.get_kind_display().split(' (')[0].lower()} client needs a study whose "
+                    f"tournament is for {self.audience} raters; this study's tournament is for "
+                    f"{self.study.tournament.audience} raters. Boards of the two never mix."
+                }
+            )
 
 
 class Quota(models.Model):

@@ -1,19 +1,23 @@
+import hashlib
 import logging
+import secrets
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from config.errors import InvalidInput
+from config.errors import Conflict, InvalidInput
 from raters import qc
 from raters.census import PRESETS, independent_cells, largest_remainder
 from raters.defaults import AXES, COUNTRIES, default_options, group_slug
 from raters.models import (
+    ApiClient,
     Axis,
     Country,
     ErasureRecord,
@@ -27,9 +31,9 @@ from raters.models import (
     Strike,
     Study,
 )
-from raters.panel import InvalidPanelLink, keyed_hash, parse_panel_ids
+from raters.panel import PANEL_FORMATS, InvalidPanelLink, keyed_hash, parse_panel_ids
 from raters.selectors import rater_for_participant
-from tournaments.models import Battle, LLMModel, Reply, Turn, Vote, VoteChoice
+from tournaments.models import Battle, LLMModel, Reply, Tournament, Turn, Vote, VoteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,7 @@ class PendingEntry:
 
 def panel_entry_read(*, study: Study, params: Mapping[str, str]) -> PendingEntry:
     """Validate a panel link's ids (raising `InvalidPanelLink`) and key them for storage."""
+    rater_audience_check(study=study, api_client=None)
     ids = parse_panel_ids(params, panel=study.panel)
     if study.external_study_id and ids.study != study.external_study_id:
         raise InvalidPanelLink(
@@ -65,11 +70,15 @@ def panel_entry_read(*, study: Study, params: Mapping[str, str]) -> PendingEntry
     )
 
 
-def rater_create(*, entry: PendingEntry) -> Rater:
-    """Record a consenting rater. A participant who already has a rater in this study gets that one back."""
+def rater_create(*, entry: PendingEntry, api_client: ApiClient | None = None) -> Rater:
+    """Record a consenting rater, from the website or from `api_client`. A participant who already has a
+    rater in this study gets that one back."""
     existing = rater_for_participant(study_id=entry.study_id, participant_hash=entry.participant_hash)
     if existing:
         return existing
+    rater_audience_check(
+        study=Study.objects.select_related("tournament").get(pk=entry.study_id), api_client=api_client
+    )
     fields = {"study_id": entry.study_id, "participant_hash": entry.participant_hash}
     try:
         with transaction.atomic():
@@ -78,10 +87,26 @@ def rater_create(*, entry: PendingEntry) -> Rater:
                 source=Rater.Source.OPEN if entry.participant_hash is None else Rater.Source.PANEL,
                 panel_session_hash=entry.panel_session_hash,
                 consented_at=timezone.now(),
+                api_client=api_client,
             )
     except IntegrityError:
         # The same participant consented in two tabs at once; the database kept one rater.
         return Rater.objects.get(**fields)
+
+
+def rater_audience_check(*, study: Study, api_client: ApiClient | None) -> None:
+    """Raise unless raters arriving this way may rate in the study's tournament. Human tournaments take the
+    website and human-panel API clients; automated ones only automated API clients, so votes of scripted
+    or LLM-judge raters never reach a human board (boards are per tournament)."""
+    arrival = api_client.audience if api_client else Tournament.Audience.HUMAN
+    if study.tournament.audience == arrival:
+        return
+    if api_client is None:
+        raise Conflict("This study is run by automated raters only; it cannot be joined from the website.")
+    raise Conflict(
+        f"This API client is for {arrival} raters, but the study's tournament is for "
+        f"{study.tournament.audience} raters: its raters cannot rate there."
+    )
 
 
 def rater_screen(*, rater: Rater, country_code: str, answers: Mapping[str, str]) -> Rater:
@@ -226,6 +251,34 @@ def rater_complete_if_done(*, rater: Rater) -> Rater:
     return rater
 
 
+def rater_finish(*, rater: Rater) -> Rater:
+    """End an admitted rater's session at their client's request. A rater who has voted completes it when
+    the study sets no number of battles; one who has not voted gives their quota slots back. Their battle
+    in progress is set aside without penalty. Raters whose session is already decided are returned as
+    they are."""
+    rater = rater_complete_if_done(rater=rater)
+    if rater.status != Rater.Status.ADMITTED:
+        return rater
+    voted = Vote.objects.filter(battle__rater=rater).count()
+    limit = rater.study.battles_per_session
+    if voted and limit is not None:
+        raise Conflict(
+            f"This session is complete after {limit} battles and {voted} are done. Votes so far are kept; "
+            "carry on to finish it."
+        )
+    Battle.objects.filter(rater=rater, state=Battle.State.ACTIVE).update(
+        state=Battle.State.VOID, void_reason="The rater's session ended.", ended_at=timezone.now()
+    )
+    if voted:
+        Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
+            status=Rater.Status.COMPLETED, completed_at=timezone.now()
+        )
+    else:
+        rater_release(rater=rater)
+    rater.refresh_from_db()
+    return rater
+
+
 def rater_release(*, rater: Rater) -> bool:
     """Give back the quota slots of an admitted rater who has not voted yet. Returns whether it did."""
     with transaction.atomic():
@@ -362,6 +415,111 @@ def rater_erase(*, rater: Rater, erased_by: str) -> ErasureRecord:
         for tournament_id in tournament_ids:
             replay_ratings.delay_on_commit(tournament_id)
     return record
+
+
+# --- Rater API clients ----------------------------------------------------------------------------------
+
+API_TOKEN_PREFIX = "pop_"  # noqa: S105 - a marker that helps secret scanners, not a secret
+
+
+def api_token_hash(token: str) -> str:
+    """SHA-256 is enough for tokens: they are 256 random bits, so no slow hash is needed against guessing."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def api_token_new() -> tuple[str, str]:
+    """A fresh token (32 random bytes) and the hash to store for it."""
+    token = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    return token, api_token_hash(token)
+
+
+def api_client_create(*, name: str, kind: str, study: Study) -> tuple[ApiClient, str]:
+    """Make a client and its token. The token is returned once, here; only its hash is stored."""
+    token, token_hash = api_token_new()
+    client = ApiClient(name=name, kind=kind, study=study, token_hash=token_hash)
+    try:
+        client.full_clean()
+    except ValidationError as exc:
+        raise InvalidInput(" ".join(exc.messages)) from None
+    client.save()
+    return client, token
+
+
+def api_client_authenticate(*, token: str) -> ApiClient | None:
+    """The active client holding this token, or None. Notes when it was last used, at most once a minute,
+    so authentication does not write on every request."""
+    client = (
+        ApiClient.objects.select_related("study__tournament").filter(token_hash=api_token_hash(token)).first()
+    )
+    if client is None or not client.is_active:
+        return None
+    now = timezone.now()
+    ApiClient.objects.filter(pk=client.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - timedelta(minutes=1))
+    ).update(last_used_at=now)
+    return client
+
+
+def api_client_revoke(*, client: ApiClient) -> None:
+    ApiClient.objects.filter(pk=client.pk).update(is_active=False)
+
+
+def api_rater_enter(
+    *,
+    client: ApiClient,
+    participant_id: str,
+    session_id: str = "",
+    consented: bool,
+    country_code: str,
+    answers: Mapping[str, str],
+) -> tuple[Rater, bool]:
+    """The web flow's entry, screener and admission in one step for an API client: validate and key the
+    participant's ids, record the rater, store the screener answers and decide admission against the quota.
+    Returns the rater and whether it is new; a participant the client already entered gets their rater back
+    as it stands. Bad input saves nothing."""
+    study = client.study
+    participant_hash, session_hash = _api_participant_hashes(client, participant_id, session_id)
+    existing = rater_for_participant(study_id=study.pk, participant_hash=participant_hash)
+    if existing is not None:
+        return _own_rater(existing, client), False
+    if client.kind == ApiClient.Kind.HUMAN_PANEL and not consented:
+        raise InvalidInput(
+            "The participant has to consent first: send consent as true once they have agreed."
+        )
+    if not study.is_open:
+        raise Conflict("This study is closed to new raters.")
+    entry = PendingEntry(
+        study_id=study.pk, participant_hash=participant_hash, panel_session_hash=session_hash
+    )
+    with transaction.atomic():
+        rater = _own_rater(rater_create(entry=entry, api_client=client), client)
+        created = not rater.is_screened
+        rater = rater_screen(rater=rater, country_code=country_code, answers=answers)
+    return rater_admit(rater=rater), created
+
+
+def _api_participant_hashes(client: ApiClient, participant_id: str, session_id: str) -> tuple[str, str]:
+    """Human-panel clients pass on their panel's ids, checked as the study's links are; automated clients
+    name their raters (personas) with the generic format. Kept only as keyed hashes, as on the website."""
+    panel_format = PANEL_FORMATS[
+        client.study.panel if client.kind == ApiClient.Kind.HUMAN_PANEL else "generic"
+    ]
+    for field, value, optional in (
+        ("participant_id", participant_id, False),
+        ("session_id", session_id, True),
+    ):
+        if (value or not optional) and not panel_format.id_pattern.fullmatch(value or ""):
+            raise InvalidInput(f"The {field} is not valid: it should be {panel_format.id_shape}.")
+    key = settings.PANEL_ID_HMAC_KEY
+    return keyed_hash(key, participant_id), keyed_hash(key, session_id) if session_id else ""
+
+
+def _own_rater(rater: Rater, client: ApiClient) -> Rater:
+    """A participant takes part once per study: one who came another way (the website or another client)
+    is not handed to this client."""
+    if rater.api_client_id != client.pk:
+        raise Conflict("This participant already takes part in this study another way.")
+    return rater
 
 
 # --- Quality control ------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ import redis
 from django.core.cache import cache
 from django.test import Client
 
+from config.answer_cache import process_answers
+from leaderboard.boards import boards_site_version_forget
 from raters.models import Study
 from raters.selectors import SESSION_RATER_KEY
 from raters.services import (
@@ -30,11 +32,13 @@ CAST = [
 
 @pytest.fixture(autouse=True)
 def fresh_counters(settings):
-    """Throttle counters (in the cache) and provider limits (in Redis) outlive a test's database
-    transaction; each test starts with none."""
+    """Throttle counters and cached answers (in the cache), provider limits and matchmaking queues (in
+    Redis) outlive a test's database transaction; each test starts with none."""
     cache.clear()
+    process_answers.clear()
+    boards_site_version_forget()
     client = redis.Redis.from_url(settings.REDIS_URL)
-    stale = list(client.scan_iter(match="populus:limits*"))
+    stale = list(client.scan_iter(match="populus:*"))
     if stale:
         client.delete(*stale)
 

@@ -73,8 +73,9 @@ def enter_and_screen(page, link: str, *, country: str, age: str, ethnicity: str,
 
 
 def test_a_rater_goes_from_study_link_to_revealed_names_and_the_leaderboard(
-    page, live_server, celery_workers, study, groups
+    page, live_server, celery_workers, study, groups, settings
 ):
+    settings.POPULUS_MIN_GROUP_RATERS = 1  # one rater's group board would otherwise be withheld
     link = f"{live_server.url}/s/{study.slug}/?PROLIFIC_PID={PID}&STUDY_ID={'c' * 24}&SESSION_ID={'d' * 24}"
     enter_and_screen(page, link, country="United Kingdom", age="55+", ethnicity="White", politics="Green")
 

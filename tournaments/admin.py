@@ -41,7 +41,8 @@ class DimensionInline(admin.TabularInline):
 
 @admin.register(Tournament)
 class TournamentAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "min_turns", "max_turns", "max_message_chars"]
+    list_display = ["name", "slug", "audience", "min_turns", "max_turns", "max_message_chars"]
+    list_filter = ["audience"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["llm_models"]
     inlines = [DimensionInline]

@@ -1,11 +1,13 @@
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
 from leaderboard.trueskill_kernel import TrueSkillParams
+from raters.models import Rater
 
 
 class LLMModelQuerySet(models.QuerySet):
@@ -95,6 +97,12 @@ class LLMModel(models.Model):
 
 
 class Tournament(models.Model):
+    class Audience(models.TextChoices):
+        # Who rates: people (the web flow and human-panel API clients) or programs (automated API clients,
+        # e.g. an LLM judge with a persona). Boards are per tournament, so the two never share a board.
+        HUMAN = "human", "Human raters"
+        AUTOMATED = "automated", "Automated raters"
+
     slug = models.SlugField(max_length=80, unique=True)
     name = models.CharField(max_length=120)
     description = models.TextField(blank=True)
@@ -102,6 +110,13 @@ class Tournament(models.Model):
     min_turns = models.PositiveSmallIntegerField(default=3, validators=[MinValueValidator(1)])
     max_turns = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
     max_message_chars = models.PositiveIntegerField(default=4000, validators=[MinValueValidator(1)])
+    audience = models.CharField(
+        max_length=12,
+        choices=Audience.choices,
+        default=Audience.HUMAN,
+        help_text="Human tournaments take the web flow and human-panel API clients; automated ones take only "
+        "automated API clients, so their votes land on boards of their own.",
+    )
     # TrueSkill's model parameters for the live ratings (the package's defaults); each dimension sets its
     # own draw probability.
     trueskill_mu = models.FloatField(default=25.0)
@@ -120,6 +135,28 @@ class Tournament(models.Model):
 
     def __str__(self):
         return self.name
+
+    def clean(self):
+        if self.pk is None:
+            return
+        stored = Tournament.objects.filter(pk=self.pk).values_list("audience", flat=True).first()
+        if stored is None or stored == self.audience:
+            return
+        if self.battles.exists():
+            raise ValidationError(
+                {
+                    "audience": "The audience cannot change once battles have been fought: their votes "
+                    "would move between human and automated boards. Make a new tournament instead."
+                }
+            )
+        if self.audience == self.Audience.AUTOMATED and self.studies.filter(allows_open_entry=True).exists():
+            raise ValidationError(
+                {"audience": "A study of this tournament takes raters from the website; turn that off first."}
+            )
+        if self.studies.filter(api_clients__isnull=False).exists():
+            raise ValidationError(
+                {"audience": "API clients already rate in this tournament; revoke them or make a new one."}
+            )
 
     def trueskill_params(self, *, draw_probability: float) -> TrueSkillParams:
         return TrueSkillParams(
@@ -260,10 +297,21 @@ class Vote(models.Model):
         return f"Vote on {self.battle}"
 
 
+class VoteChoiceQuerySet(models.QuerySet):
+    def counted(self):
+        """Choices that move ratings: `leaderboard.services.vote_is_counted` as a query (not from a
+        battle flagged for a model giving its identity away, nor from a rater quality control excluded)."""
+        return self.filter(vote__battle__flagged_reason="").exclude(
+            vote__battle__rater__status=Rater.Status.EXCLUDED
+        )
+
+
 class VoteChoice(models.Model):
     vote = models.ForeignKey(Vote, on_delete=models.CASCADE, related_name="choices")
     dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="+")
     outcome = models.CharField(max_length=3, choices=Outcome.choices)
+
+    objects = VoteChoiceQuerySet.as_manager()
 
     class Meta:
         constraints = [

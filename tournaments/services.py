@@ -3,9 +3,7 @@ import os
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
-from functools import cache
 
-import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -18,11 +16,13 @@ from raters.services import (
     STRIKES_TO_EXCLUDE,
     message_quality_check,
     quality_settings,
+    rater_audience_check,
     vote_quality_check,
 )
 from tournaments.defaults import DEFAULT_DIMENSIONS
 from tournaments.identity import self_identification
 from tournaments.limits import ModelLimiter
+from tournaments.matchmaking import pair_choose, pair_key, redis_client
 from tournaments.models import (
     Battle,
     Dimension,
@@ -50,7 +50,9 @@ logger = logging.getLogger(__name__)
 
 
 def battle_start(*, rater: Rater) -> Battle:
-    """The rater's battle in progress, or a new one between two randomly placed models."""
+    """The rater's battle in progress, or a new one between the two models the matchmaker picks for them
+    (see `tournaments.matchmaking`), placed left and right at random."""
+    rater_audience_check(study=rater.study, api_client=rater.api_client)
     if rater.status != Rater.Status.ADMITTED:
         raise Conflict("Only raters admitted to the study can start a battle.")
     current = Battle.objects.filter(rater=rater, state=Battle.State.ACTIVE).first()
@@ -62,10 +64,16 @@ def battle_start(*, rater: Rater) -> Battle:
         raise Conflict(
             "No battle can start right now: fewer than two models are available. Please try later."
         )
-    seen = set(
-        Battle.objects.filter(rater=rater).values_list("model_a_id", "model_b_id"),
-    )
-    model_a, model_b, probability = _draw_pair(models, seen_pairs={frozenset(p) for p in seen})
+    met = {
+        pair_key(a, b) for a, b in Battle.objects.filter(rater=rater).values_list("model_a_id", "model_b_id")
+    }
+    try:
+        model_a, model_b, probability = pair_choose(rater=rater, available=models, met=met)
+    except ValueError:
+        _end_session_when_every_pair_met(rater, met)
+        raise Conflict(
+            "Every pair of models available right now is one you have already compared. Please try later."
+        ) from None
     try:
         with transaction.atomic():
             return Battle.objects.create(
@@ -83,6 +91,18 @@ def battle_start(*, rater: Rater) -> Battle:
         return Battle.objects.get(rater=rater, state=Battle.State.ACTIVE)
 
 
+def _end_session_when_every_pair_met(rater: Rater, met: set) -> None:
+    """A rater who has compared every pair of the tournament's models has nothing left to do: their
+    session is complete (a pair is never offered twice to one rater)."""
+    model_ids = list(rater.study.tournament.llm_models.values_list("pk", flat=True))
+    every_pair = {pair_key(a, b) for a in model_ids for b in model_ids if a < b}
+    if every_pair <= met:
+        Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
+            status=Rater.Status.COMPLETED, completed_at=timezone.now()
+        )
+        raise SessionEnded("You have compared every pair of models in this study. Thank you!")
+
+
 def _attention_check_for(*, battle_number: int) -> str:
     """The answer this battle's attention item asks for, or "" for none. A rater's first two battles
     always carry one, so any session longer than a few minutes has at least two; later battles carry one
@@ -93,19 +113,6 @@ def _attention_check_for(*, battle_number: int) -> str:
     if battle_number <= 2 or _random.random() < float(setting.params.get("rate", 0.25)):
         return _random.choice(Outcome.values)
     return ""
-
-
-def _draw_pair(models: list[LLMModel], *, seen_pairs: set[frozenset]) -> tuple[LLMModel, LLMModel, float]:
-    """A uniformly random pair the rater has not met yet (any pair once all are met), in random order.
-
-    Returns the probability of drawing this ordered pair. The matchmaker will replace the uniform draw.
-    """
-    pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1 :]]
-    fresh = [p for p in pairs if frozenset((p[0].pk, p[1].pk)) not in seen_pairs] or pairs
-    first, second = _random.choice(fresh)
-    if _random.random() < 0.5:
-        first, second = second, first
-    return first, second, 1 / (2 * len(fresh))
 
 
 def turn_submit(*, battle: Battle, message: str) -> Turn:
@@ -246,12 +253,7 @@ def _limiter() -> ModelLimiter | None:
     """Caps shared by every worker through Redis; the embedded mode runs one process and has no Redis."""
     if settings.POPULUS_EMBEDDED:
         return None
-    return ModelLimiter(_redis_client())
-
-
-@cache
-def _redis_client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
+    return ModelLimiter(redis_client())
 
 
 def battle_void(*, battle_id: int, reason: str) -> None:

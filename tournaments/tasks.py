@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from tournaments import services
+from tournaments import matchmaking, services
 
 
 @shared_task
@@ -11,3 +11,13 @@ def generate_reply(reply_id: int) -> None:
 @shared_task
 def reconcile_replies() -> int:
     return services.replies_reconcile()
+
+
+@shared_task
+def refill_matchmaking_queue(tournament_id: int, group_id: int | None) -> int:
+    return matchmaking.queue_refill(tournament_id=tournament_id, group_id=group_id)
+
+
+@shared_task
+def refill_matchmaking_queues() -> int:
+    return matchmaking.queues_refill_all()

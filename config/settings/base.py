@@ -22,6 +22,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "csp",
+    "rest_framework",
+    "drf_spectacular",
     "raters",
     "tournaments",
     "leaderboard",
@@ -39,6 +41,8 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.errors.ApplicationErrorMiddleware",
+    # Last, so that under /api/ errors get the API's JSON shape before the HTML error pages.
+    "config.api.ApiErrorMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -136,6 +140,7 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_DEFAULT_QUEUE = "llm"
 CELERY_BEAT_SCHEDULE = {
     "reconcile-replies": {"task": "tournaments.tasks.reconcile_replies", "schedule": 60.0},
+    "refill-matchmaking": {"task": "tournaments.tasks.refill_matchmaking_queues", "schedule": 20.0},
     "reconcile-ratings": {"task": "leaderboard.tasks.reconcile_ratings", "schedule": 60.0},
     "release-abandoned-slots": {"task": "raters.tasks.release_abandoned_slots", "schedule": 60.0},
     "scan-consensus": {"task": "raters.tasks.scan_consensus", "schedule": 3600.0},
@@ -154,6 +159,51 @@ RATE_LIMIT_VOTES_PER_MINUTE = env_int("RATE_LIMIT_VOTES_PER_MINUTE", 10)
 # exceed the longest a live generation can take (see the task time limits above), or a slow reply would
 # be generated, and paid for, twice.
 REPLY_STALE_AFTER_SECONDS = env_int("REPLY_STALE_AFTER_SECONDS", 900)
+# Public boards (leaderboard/boards.py). A group's figures are published only once this many distinct
+# raters have counted votes on its board (and no published figure lets anyone derive a smaller group).
+POPULUS_MIN_GROUP_RATERS = env_int("POPULUS_MIN_GROUP_RATERS", 10)
+# A model with fewer counted battles than this on a board is marked provisional there.
+POPULUS_PROVISIONAL_BATTLES = env_int("POPULUS_PROVISIONAL_BATTLES", 30)
+
+# REST API (config/api.py): JSON only, one error shape, strict pagination, anonymous reads throttled per
+# address. No browsable API: its pages need scripts our CSP would have to loosen; /api/v1/docs/ is the
+# browsable documentation instead.
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_PAGINATION_CLASS": "config.api.ApiPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_RATES": {
+        "public_read": env_str("API_READ_RATE", "600/min"),
+        "exports": env_str("API_EXPORT_RATE", "60/hour"),
+    },
+    # Proxies in front of the web server: the client address is read this many X-Forwarded-For entries
+    # from the right, so a client cannot reset its throttle with a forged header (0: REMOTE_ADDR only).
+    "NUM_PROXIES": env_int("DJANGO_NUM_PROXIES", 0),
+    "EXCEPTION_HANDLER": "config.api.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "config.api_schema.ApiAutoSchema",
+    "URL_FORMAT_OVERRIDE": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Populus API",
+    "DESCRIPTION": "Read the public leaderboards, models, head-to-head results and fit snapshots of "
+    "Populus, download open data, and run battles as a programmatic rater.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Choice sets that share a field name with another get a name of their own.
+    "ENUM_NAME_OVERRIDES": {
+        "RaterStatusEnum": "raters.models.Rater.Status",
+        "ModelStatusEnum": ["active", "provisional", "withdrawn"],
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api_schema.schema_add_documentation",
+    ],
+}
 
 LOGGING = {
     "version": 1,

@@ -2,7 +2,7 @@
 
 import dj_database_url
 
-from config.env import env_str
+from config.env import env_int, env_str
 
 from .base import *
 
@@ -15,10 +15,12 @@ DATABASES = {
         env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/populus"),
     )
 }
+# Two suites on one machine (say, two branches) each set their own test database and Redis databases.
+DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_populus")}
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": redis_url_with_db(REDIS_URL, 1),
+        "LOCATION": redis_url_with_db(REDIS_URL, env_int("CACHE_REDIS_DB", 1)),
     }
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

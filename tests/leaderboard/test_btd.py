@@ -234,3 +234,19 @@ def test_it_runs_the_fit_benchmark_at_small_size():
     assert result["fit_speedup"] > 0
     assert result["fit_max_abs_diff"] < 1e-3
     assert result["sample_score_max_abs_error"] < 0.05
+
+
+def test_field_scores_stay_exact_and_finite_at_extreme_skills_and_tie_parameters():
+    """Draws on little data put log nu in the thousands; the fast form must agree with the log-space
+    definition there and in the ordinary range."""
+    rng = np.random.default_rng(3)
+    for skill_sd, log_nu_sd in [(1, 1), (10, 50_000), (150, 50_000), (1_000, 5)]:
+        skills = rng.normal(0, skill_sd, (200, 8))
+        log_nu = rng.normal(0, log_nu_sd, 200)
+        half_gap = 0.5 * (skills[:, :, None] - skills[:, None, :])
+        nu = log_nu[:, None, None]
+        log_points = np.logaddexp(half_gap, nu - np.log(2)) - np.logaddexp(
+            np.logaddexp(half_gap, -half_gap), nu
+        )
+        expected = (np.exp(log_points).sum(axis=-1) - 0.5) / 7
+        assert np.allclose(field_scores(skills, log_nu), expected, rtol=0, atol=1e-10)

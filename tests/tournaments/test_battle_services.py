@@ -15,7 +15,8 @@ def test_it_starts_a_battle_between_two_different_tournament_models(rater, tourn
     battle = battle_start(rater=rater)
     assert battle.model_a != battle.model_b
     assert {battle.model_a, battle.model_b} <= set(tournament.llm_models.all())
-    assert battle.pair_probability == pytest.approx(1 / 6)
+    # With no votes yet no pair is favoured much: three pairs, two orders each.
+    assert 1 / 12 < battle.pair_probability < 1 / 3
 
 
 def test_it_returns_the_battle_in_progress_instead_of_opening_a_second(rater):

@@ -1,34 +1,32 @@
+import importlib
 import json
 
 from django.core.management.base import BaseCommand
 
-from leaderboard.bench import replay_benchmark
-from leaderboard.bench_fit import coverage_simulation, fit_benchmark
-
-FULL = {"replay_votes": 100_000, "fit_models": 130, "fit_battles": 1_700_000, "coverage_sims": 100}
-QUICK = {"replay_votes": 5_000, "fit_models": 20, "fit_battles": 50_000, "coverage_sims": 10}
+# Each benchmark is a function `run(*, quick: bool) -> dict` in its own module, imported only when asked
+# for, so one benchmark's dependencies never slow down another.
+BENCHMARKS = {
+    "ratings": "leaderboard.bench",
+    "matchmaking": "tournaments.bench_matchmaking",
+    "web": "leaderboard.bench_web",
+}
 
 
 class Command(BaseCommand):
     help = (
-        "Benchmark the ratings engine: replay with the closed-form TrueSkill kernel against the trueskill "
-        "package, the batch fit at Arena scale against a logistic-regression Bradley-Terry fit, and the "
-        "coverage of the pooled board's 95% intervals in simulation."
+        "Print benchmark figures. ratings: replay with the closed-form TrueSkill kernel against the "
+        "trueskill package, the batch fit at Arena scale, interval coverage. matchmaking: the matchmaker "
+        "against uniform random pairing in simulation. web: the leaderboard page and board API under "
+        "concurrent load against a trivial view on the same server."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=["ratings"], help="What to benchmark.")
+        parser.add_argument("what", choices=sorted(BENCHMARKS), help="What to benchmark.")
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print one JSON object.")
         parser.add_argument("--quick", action="store_true", help="Small sizes, for a smoke test.")
 
-    def handle(self, *args, as_json: bool, quick: bool, **options):
-        sizes = QUICK if quick else FULL
-        results = {
-            "sizes": sizes,
-            **replay_benchmark(votes=sizes["replay_votes"], repeats=1 if quick else 5),
-            **fit_benchmark(n_models=sizes["fit_models"], n_battles=sizes["fit_battles"]),
-            **coverage_simulation(n_sims=sizes["coverage_sims"]),
-        }
+    def handle(self, *args, what: str, as_json: bool, quick: bool, **options):
+        results = importlib.import_module(BENCHMARKS[what]).run(quick=quick)
         if as_json:
             self.stdout.write(json.dumps(results, indent=2, default=float))
             return

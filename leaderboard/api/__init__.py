@@ -1,0 +1,1 @@
+"""The public read API: boards, models, head-to-head, snapshots (Django REST framework)."""

@@ -1,0 +1,449 @@
+"""The published boards: what pages, charts, the API, exports and the personal board may show.
+
+Every reader goes through `board_get` and `publishable_group_ids`, so the privacy rule is applied in one
+place. Figures come from the batch fit (FitSnapshot/FitScore); the counts beside them (battles, wins,
+raters) are taken from the counted votes up to the snapshot's last vote, so they match what was fitted.
+
+Privacy (RELIABILITY E1/E2): a group's board is published only when at least
+settings.POPULUS_MIN_GROUP_RATERS distinct raters have counted votes on it, and when no subtraction of
+published figures can reveal a smaller set of raters. Counts are additive (the pooled board's battles
+minus those of an axis's published groups are the battles of everyone else), so within each axis:
+
+- the suppressed groups that have raters must together hold at least the threshold whenever one of
+  them is below it (so there are at least two of them);
+- the raters outside the axis's published groups (suppressed groups, people who declined the question,
+  raters from other countries) must number none or at least the threshold;
+
+otherwise the axis's next-smallest published group is suppressed too (complementary suppression).
+
+Cache: every cached board figure, rendered page and API response carries `board_cache_version` in its
+key; `fits_publish` bumps it when a fit lands.
+"""
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from config.errors import InvalidInput
+from leaderboard.models import FitScore, FitSnapshot
+from raters.models import Group, Rater
+from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
+
+# Versioned entries are never overwritten, only abandoned by a bump; they expire on their own.
+CACHE_SECONDS = 24 * 3600
+
+
+class Status:
+    ACTIVE = "active"
+    PROVISIONAL = "provisional"
+    WITHDRAWN = "withdrawn"
+
+
+@dataclass(frozen=True)
+class BoardEntry:
+    model_id: int
+    slug: str
+    name: str
+    maker: str
+    status: str  # Status.ACTIVE | PROVISIONAL (too few battles on this board) | WITHDRAWN
+    rank: int | None  # shared rank from the snapshot; None if the model is not in the snapshot yet
+    rank_low: int | None
+    rank_high: int | None
+    score: float | None  # expected points vs the field, 95% interval below
+    score_low: float | None
+    score_high: float | None
+    p_best: float | None
+    battles: int  # counted battles on this board up to the snapshot's last vote
+    wins: int
+    losses: int
+    ties: int
+    win_rate: float | None  # (wins + ties/2) / battles
+
+
+@dataclass(frozen=True)
+class Board:
+    tournament: Tournament
+    dimension: Dimension
+    group: Group | None  # None = pooled (post-stratified) board
+    snapshot: FitSnapshot | None  # None when nothing was fitted yet
+    fitted_at: datetime | None
+    # True: fewer distinct raters than the privacy threshold (or complementary suppression); then raters
+    # is None and entries == [].
+    suppressed: bool
+    raters: int | None  # distinct raters with counted votes on this board
+    entries: list[BoardEntry]  # every model that entered the tournament, ranked first, then unranked
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """Counted results between two models on one board, from the first model's side."""
+
+    wins: int
+    losses: int
+    ties: int
+
+    @property
+    def battles(self) -> int:
+        return self.wins + self.losses + self.ties
+
+    @property
+    def win_rate(self) -> float | None:
+        return (self.wins + self.ties / 2) / self.battles if self.battles else None
+
+    @property
+    def tie_rate(self) -> float | None:
+        return self.ties / self.battles if self.battles else None
+
+
+@dataclass(frozen=True)
+class RaterCounts:
+    """Distinct raters with counted votes, pooled and per group, and which groups may be published."""
+
+    pooled: int
+    by_group: dict[int, int]
+    publishable: frozenset[int]
+
+
+# --- Reading boards ---------------------------------------------------------------------------------
+
+
+def board_get(
+    *, dimension: Dimension, group: Group | None = None, snapshot: FitSnapshot | None = None
+) -> Board:
+    """The latest snapshot's board (or the given snapshot's), with suppression applied."""
+    tournament = dimension.tournament
+    if snapshot is None:
+        snapshot = snapshot_latest(dimension=dimension)
+    elif snapshot.dimension_id != dimension.pk:
+        raise InvalidInput(f"Snapshot {snapshot.pk} is not a fit of the dimension '{dimension.slug}'.")
+    cutoff = snapshot_cutoff(snapshot)
+    counts = rater_counts(tournament=tournament, dimension=dimension, up_to_vote_id=cutoff)
+    if group is None:
+        raters = counts.pooled
+        suppressed = raters < min_group_raters()
+    else:
+        raters = counts.by_group.get(group.pk, 0)
+        suppressed = group.pk not in counts.publishable
+    common = {
+        "tournament": tournament,
+        "dimension": dimension,
+        "group": group,
+        "snapshot": snapshot,
+        "fitted_at": snapshot.created_at if snapshot else None,
+    }
+    if suppressed:
+        return Board(**common, suppressed=True, raters=None, entries=[])
+    return Board(
+        **common,
+        suppressed=False,
+        raters=raters,
+        entries=_entries(tournament, dimension, group, snapshot, cutoff),
+    )
+
+
+def publishable_group_ids(*, tournament: Tournament) -> set[int]:
+    """Groups whose figures may be published anywhere (pages, charts, API, exports, personal board).
+
+    A group qualifies when it is publishable on the latest board of every fitted dimension (so nothing
+    fitted on too few raters leaks through a view that mixes dimensions); before any fit, on the counted
+    votes so far."""
+    latest = snapshots_latest(tournament=tournament)
+    if not latest:
+        return set(rater_counts(tournament=tournament).publishable)
+    publishable = None
+    for snapshot in latest:
+        ids = rater_counts(
+            tournament=tournament, dimension=snapshot.dimension, up_to_vote_id=snapshot_cutoff(snapshot)
+        ).publishable
+        publishable = set(ids) if publishable is None else publishable & ids
+    return publishable
+
+
+def board_pair_results(
+    *, dimension: Dimension, group: Group | None = None, up_to_vote_id: int | None = None
+) -> dict[tuple[int, int], PairResult]:
+    """Counted results of every pair that met on a board, keyed both ways round ((a, b) and (b, a)).
+
+    Callers publishing group figures must check the group is publishable first (board_get does)."""
+    tallies: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for model_a, model_b, outcome, count in _board_outcomes(dimension, group, up_to_vote_id):
+        winner_side = {Outcome.A: 0, Outcome.B: 1}.get(outcome)
+        for first, second, side in ((model_a, model_b, 0), (model_b, model_a, 1)):
+            tally = tallies[(first, second)]
+            if winner_side is None:
+                tally[2] += count
+            elif winner_side == side:
+                tally[0] += count
+            else:
+                tally[1] += count
+    return {pair: PairResult(*tally) for pair, tally in tallies.items()}
+
+
+def snapshot_latest(*, dimension: Dimension) -> FitSnapshot | None:
+    return FitSnapshot.objects.filter(dimension=dimension).order_by("-created_at", "-pk").first()
+
+
+def snapshots_latest(*, tournament: Tournament) -> list[FitSnapshot]:
+    """The latest snapshot of each fitted dimension of a tournament."""
+    return list(
+        FitSnapshot.objects.filter(tournament=tournament)
+        .select_related("dimension")
+        .order_by("dimension_id", "-created_at", "-pk")
+        .distinct("dimension_id")
+    )
+
+
+def snapshot_cutoff(snapshot: FitSnapshot | None) -> int | None:
+    """The last vote a board's counts include: the snapshot's, or None (every counted vote so far)."""
+    if snapshot is None:
+        return None
+    return snapshot.last_vote_id or 0
+
+
+def tournament_entrants(*, tournament: Tournament) -> list[LLMModel]:
+    """Every model that entered the tournament: those in it now and any that ever met in its battles
+    (so a withdrawn model stays listed)."""
+    in_battles = Battle.objects.filter(tournament=tournament)
+    return list(
+        LLMModel.objects.filter(
+            Q(tournaments=tournament)
+            | Exists(in_battles.filter(model_a=OuterRef("pk")))
+            | Exists(in_battles.filter(model_b=OuterRef("pk")))
+        )
+        .distinct()
+        .order_by("name")
+    )
+
+
+def model_status(*, model: LLMModel, current_ids: set[int], battles: int) -> str:
+    """Withdrawn: no longer in the tournament, or switched off. Provisional: too few battles on the
+    board for its score to mean much yet."""
+    if model.pk not in current_ids or not model.is_active or model.disabled_reason:
+        return Status.WITHDRAWN
+    if battles < settings.POPULUS_PROVISIONAL_BATTLES:
+        return Status.PROVISIONAL
+    return Status.ACTIVE
+
+
+def min_group_raters() -> int:
+    threshold = settings.POPULUS_MIN_GROUP_RATERS
+    if threshold < 1:
+        raise ImproperlyConfigured(f"POPULUS_MIN_GROUP_RATERS must be at least 1, not {threshold}.")
+    return threshold
+
+
+def _entries(tournament, dimension, group, snapshot, cutoff) -> list[BoardEntry]:
+    scores = (
+        {s.model_id: s for s in FitScore.objects.filter(snapshot=snapshot, group=group)} if snapshot else {}
+    )
+    results = _cached(
+        tournament.pk,
+        f"pairs:{dimension.pk}:{group.pk if group else 'pooled'}:{cutoff}",
+        lambda: board_pair_results(dimension=dimension, group=group, up_to_vote_id=cutoff),
+        cacheable=cutoff is not None,
+    )
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for (model_id, _opponent), result in results.items():
+        total = totals[model_id]
+        total[0] += result.wins
+        total[1] += result.losses
+        total[2] += result.ties
+    models = {m.pk: m for m in tournament_entrants(tournament=tournament)}
+    missing = set(scores) - set(models)
+    models.update({m.pk: m for m in LLMModel.objects.filter(pk__in=missing)})
+    current_ids = set(tournament.llm_models.values_list("pk", flat=True))
+    entries = []
+    for model in models.values():
+        wins, losses, ties = totals[model.pk]
+        battles = wins + losses + ties
+        score = scores.get(model.pk)
+        entries.append(
+            BoardEntry(
+                model_id=model.pk,
+                slug=model.slug,
+                name=model.name,
+                maker=model.maker,
+                status=model_status(model=model, current_ids=current_ids, battles=battles),
+                rank=score.rank if score else None,
+                rank_low=score.rank_low if score else None,
+                rank_high=score.rank_high if score else None,
+                score=score.score if score else None,
+                score_low=score.score_low if score else None,
+                score_high=score.score_high if score else None,
+                p_best=score.p_best if score else None,
+                battles=battles,
+                wins=wins,
+                losses=losses,
+                ties=ties,
+                win_rate=(wins + ties / 2) / battles if battles else None,
+            )
+        )
+    entries.sort(key=lambda e: (e.rank is None, e.rank or 0, -(e.score or 0), e.name))
+    return entries
+
+
+def _board_outcomes(dimension, group, up_to_vote_id) -> QuerySet:
+    choices = VoteChoice.objects.counted().filter(dimension=dimension)
+    if up_to_vote_id is not None:
+        choices = choices.filter(vote_id__lte=up_to_vote_id)
+    if group is not None:
+        choices = choices.filter(vote__battle__rater__groups=group)
+    return (
+        choices.values_list("vote__battle__model_a_id", "vote__battle__model_b_id", "outcome")
+        .annotate(count=Count("pk"))
+        .order_by()
+    )
+
+
+# --- Who may be published ---------------------------------------------------------------------------
+
+
+def rater_counts(
+    *, tournament: Tournament, dimension: Dimension | None = None, up_to_vote_id: int | None = None
+) -> RaterCounts:
+    """Distinct raters with counted votes (on one dimension, or on any) up to a vote, and the groups
+    that may be published on that basis. Cached per board version when a cutoff is given."""
+    name = f"raters:{dimension.pk if dimension else 'any'}:{up_to_vote_id}"
+    return _cached(
+        tournament.pk,
+        name,
+        lambda: _rater_counts(tournament, dimension, up_to_vote_id),
+        cacheable=up_to_vote_id is not None,
+    )
+
+
+def _rater_counts(tournament, dimension, up_to_vote_id) -> RaterCounts:
+    if dimension is not None:
+        rater_ids = VoteChoice.objects.counted().filter(dimension=dimension).values("vote__battle__rater_id")
+    else:
+        rater_ids = (
+            Vote.objects.filter(battle__tournament=tournament, battle__flagged_reason="")
+            .exclude(battle__rater__status=Rater.Status.EXCLUDED)
+            .values("battle__rater_id")
+        )
+    if up_to_vote_id is not None:
+        rater_ids = rater_ids.filter(**{"vote_id__lte" if dimension else "pk__lte": up_to_vote_id})
+    rater_ids = rater_ids.distinct().order_by()
+    pooled = rater_ids.count()
+    by_group = dict(
+        Rater.groups.through.objects.filter(rater_id__in=rater_ids)
+        .values_list("group_id")
+        .annotate(raters=Count("rater_id", distinct=True))
+        .order_by()
+    )
+    axes: dict[int, list[int]] = defaultdict(list)
+    for group_id, axis_id in Group.objects.values_list("pk", "axis_id"):
+        axes[axis_id].append(group_id)
+    publishable = publishable_groups(
+        counts=by_group, pooled=pooled, axes=list(axes.values()), threshold=min_group_raters()
+    )
+    return RaterCounts(pooled=pooled, by_group=by_group, publishable=frozenset(publishable))
+
+
+def publishable_groups(
+    *, counts: dict[int, int], pooled: int, axes: list[list[int]], threshold: int
+) -> set[int]:
+    """The suppression rule on plain numbers: group raters, the pooled raters, the groups of each axis.
+
+    A group is published when it has at least `threshold` raters and is not needed to hide another
+    (see the module docstring)."""
+    if pooled < threshold:
+        return set()
+    publishable = set()
+    for axis_groups in axes:
+        published = sorted(
+            (g for g in axis_groups if counts.get(g, 0) >= threshold), key=lambda g: (counts[g], g)
+        )
+        hidden = [g for g in axis_groups if 0 < counts.get(g, 0) < threshold]
+        needs_cover = bool(hidden)
+        while published:
+            hidden_raters = sum(counts[g] for g in hidden)
+            outside = pooled - sum(counts[g] for g in published)
+            small_group_exposed = needs_cover and hidden_raters < threshold
+            if not small_group_exposed and not 0 < outside < threshold:
+                break
+            hidden.append(published.pop(0))  # the smallest published group gives cover
+        publishable.update(published)
+    return publishable
+
+
+# --- Cache versions -----------------------------------------------------------------------------------
+
+
+SITE_VERSION_KEY = "populus:boards:version:site"
+SITE_VERSION_RECHECK_SECONDS = 1.0
+_site_version_memo: tuple[int | None, float] = (None, 0.0)
+
+
+def _version_key(tournament_id: int) -> str:
+    return f"populus:boards:version:{tournament_id}"
+
+
+def board_cache_version(*, tournament_id: int) -> int:
+    """Part of every cache key and ETag of board data. Starts from the clock, so a version lost with the
+    cache never comes back as a number used before."""
+    return _version(_version_key(tournament_id))
+
+
+def boards_site_version() -> int:
+    """Bumped with every tournament's version: for cached pages that may show any tournament (the page
+    is cached before it knows which tournament a request names).
+
+    Read from the cache at most once per SITE_VERSION_RECHECK_SECONDS in each process, so a cached page
+    costs no cache round trip: a fit landing in another process (the ratings worker) reaches every web
+    process within that time, and the process that bumps the version sees it at once."""
+    global _site_version_memo
+    version, read_at = _site_version_memo
+    now = time.monotonic()
+    if version is None or now - read_at > SITE_VERSION_RECHECK_SECONDS:
+        version = _version(SITE_VERSION_KEY)
+        _site_version_memo = (version, now)
+    return version
+
+
+def boards_site_version_forget() -> None:
+    """Drop this process's memo of the site version (tests do, when they clear the cache)."""
+    global _site_version_memo
+    _site_version_memo = (None, 0.0)
+
+
+def board_cache_bump(*, tournament_id: int) -> None:
+    """Called when a fit lands. Bumped now and again once the transaction commits, so that a reader who
+    filled the cache from the old rows in between does not keep them."""
+    _bump(tournament_id)
+    transaction.on_commit(lambda: _bump(tournament_id))
+
+
+def _version(key: str) -> int:
+    version = cache.get(key)
+    if version is None:
+        cache.add(key, time.time_ns(), timeout=None)
+        version = cache.get(key)
+    return version
+
+
+def _bump(tournament_id: int) -> None:
+    for key in (_version_key(tournament_id), SITE_VERSION_KEY):
+        try:
+            cache.incr(key)
+        except ValueError:  # lost with the cache: start again from the clock
+            cache.add(key, time.time_ns(), timeout=None)
+    boards_site_version_forget()
+
+
+def _cached(tournament_id: int, name: str, compute, *, cacheable: bool = True):
+    if not cacheable:
+        return compute()
+    key = f"populus:boards:{tournament_id}:{board_cache_version(tournament_id=tournament_id)}:{name}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, timeout=CACHE_SECONDS)
+    return value

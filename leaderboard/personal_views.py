@@ -1,0 +1,69 @@
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+from leaderboard.personal import (
+    MAX_WEIGHT,
+    PersonalBoard,
+    personal_board,
+    personal_params,
+    personal_tournament,
+    profile_choices,
+)
+from raters.models import Country
+
+# The element htmx swaps when only the results change; any other request gets the whole page.
+RESULTS_TARGET = "personal-results"
+BAR_WIDTH = 120
+
+
+@require_http_methods(["GET"])
+def personal(request):
+    """The personal leaderboard. The query string is the whole state, so every board has a link; htmx
+    swaps the results as the sliders and selects move and puts the normalised query in the address bar.
+
+    The page only reads: it touches no session and, with no form to protect, renders an empty CSRF
+    token, so the middleware sets no cookie either. Nothing about the visitor is kept.
+    """
+    params = personal_params(query=request.GET)
+    tournament, problem = personal_tournament(slug=params.pop("tournament_slug"))
+    if tournament is None:
+        return render(request, "leaderboard/personal.html", {"board": None, "csrf_token": ""})
+    board = personal_board(tournament=tournament, **params)
+    if problem:
+        board = board.with_problem(problem)
+    bars = interval_bars(board)
+    context = {
+        "board": board,
+        "rows": [(row, bars.get(row.model_id)) for row in board.rows],
+        "bar_width": BAR_WIDTH,
+        "csrf_token": "",
+    }
+    if request.htmx and request.htmx.target == RESULTS_TARGET:
+        response = render(request, "leaderboard/personal_results.html", context)
+    else:
+        context.update(
+            countries=Country.objects.all(), axes=profile_choices(board=board), max_weight=MAX_WEIGHT
+        )
+        response = render(request, "leaderboard/personal.html", context)
+    if request.htmx:
+        response["HX-Push-Url"] = f"{request.path}?{board.query}"
+    return response
+
+
+def interval_bars(board: PersonalBoard) -> dict[int, dict[str, float]]:
+    """Per ranked model, where its interval and score fall on one scale shared by the whole table, for
+    the small SVG beside each score (drawn with attributes: the CSP allows no inline styles)."""
+    ranked = [row for row in board.rows if row.score is not None]
+    if not ranked:
+        return {}
+    low = min(row.score_low for row in ranked)
+    high = max(row.score_high for row in ranked)
+    span = (high - low) or 1.0
+
+    def x(value: float) -> float:
+        return round(4 + (BAR_WIDTH - 8) * (value - low) / span, 1)
+
+    return {
+        row.model_id: {"low": x(row.score_low), "high": x(row.score_high), "score": x(row.score)}
+        for row in ranked
+    }

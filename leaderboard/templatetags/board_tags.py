@@ -1,0 +1,42 @@
+"""`{% load board_tags %}`: links and number formats for the public boards."""
+
+from urllib.parse import urlencode
+
+from django import template
+from django.urls import reverse
+
+register = template.Library()
+
+
+@register.simple_tag
+def board_url(tournament, dimension=None, group=None) -> str:
+    """The plain link to a board. Built from the objects, never from the request's query string, so a
+    cached page carries nothing a visitor typed."""
+    query = {"tournament": tournament.slug}
+    if dimension:
+        query["dimension"] = dimension.slug
+    if group:
+        query["group"] = group.slug
+    return f"{reverse('leaderboard:board')}?{urlencode(query)}"
+
+
+@register.simple_tag
+def model_url(slug: str, tournament=None, dimension=None) -> str:
+    query = {}
+    if tournament:
+        query["tournament"] = tournament.slug
+    if dimension:
+        query["dimension"] = dimension.slug
+    url = reverse("leaderboard:model", args=[slug])
+    return f"{url}?{urlencode(query)}" if query else url
+
+
+@register.filter
+def percent(value) -> str:
+    """0.4567 → "46%"; None → an en dash."""
+    return "\u2013" if value is None else f"{value:.0%}"
+
+
+@register.filter
+def score(value) -> str:
+    return "\u2013" if value is None else f"{value:.3f}"

@@ -1,0 +1,176 @@
+"""Matchmaking on the site: ready queues in Redis, per-rater rules, recorded probabilities."""
+
+import time
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from scipy.stats import chisquare
+
+from config.errors import SessionEnded
+from raters.models import Rater
+from tests.conftest import admitted_rater
+from tournaments import matchmaking
+from tournaments.matchmaking import Slot, pair_choose, pair_key, queue_key, queue_refill, redis_client
+from tournaments.models import Battle, LLMModel
+from tournaments.services import battle_start
+
+pytestmark = pytest.mark.django_db
+
+
+def add_models(tournament, count: int) -> list[LLMModel]:
+    template = tournament.llm_models.first()
+    extra = []
+    for index in range(count):
+        model = LLMModel.objects.create(
+            slug=f"extra-{index}",
+            name=f"Extra {index}",
+            maker="Extra",
+            provider=template.provider,
+            base_url=template.base_url,
+            api_model=f"extra-{index}",
+        )
+        tournament.llm_models.add(model)
+        extra.append(model)
+    return extra
+
+
+def put_slot(tournament, group_id, probabilities: dict, pick) -> None:
+    slot = Slot(probabilities=probabilities, pick=pick, made_at=time.time())
+    redis_client().rpush(queue_key(tournament.pk, group_id), slot.to_json())
+
+
+def pooled_only(rater: Rater) -> Rater:
+    """A rater who feeds only the pooled board, so one queue decides their pair."""
+    rater.groups.clear()
+    return rater
+
+
+def model_pks(tournament) -> list[int]:
+    return sorted(tournament.llm_models.values_list("pk", flat=True))
+
+
+def test_the_battle_records_the_probability_of_its_ordered_pair(rater, tournament):
+    a, b, c = model_pks(tournament)
+    put_slot(tournament, None, {(a, b): 0.6, (a, c): 0.3, (b, c): 0.1}, pick=(a, b))
+    battle = battle_start(rater=pooled_only(rater))
+    assert pair_key(battle.model_a_id, battle.model_b_id) == (a, b)
+    assert battle.pair_probability == pytest.approx(0.6 / 2)
+
+
+def test_a_pair_the_rater_met_is_removed_and_the_rest_renormalised(rater, tournament):
+    a, b, c = model_pks(tournament)
+    pooled_only(rater)
+    Battle.objects.create(
+        tournament=tournament,
+        rater=rater,
+        model_a_id=a,
+        model_b_id=b,
+        pair_probability=0.5,
+        state=Battle.State.VOID,
+    )
+    put_slot(tournament, None, {(a, b): 0.6, (a, c): 0.3, (b, c): 0.1}, pick=(a, b))
+    battle = battle_start(rater=rater)
+    pair = pair_key(battle.model_a_id, battle.model_b_id)
+    assert pair != (a, b)
+    assert battle.pair_probability == pytest.approx({(a, c): 0.75, (b, c): 0.25}[pair] / 2)
+
+
+def test_the_probability_averages_over_the_boards_the_rater_feeds(rater, tournament):
+    a, b, c = model_pks(tournament)
+    group_ids = list(rater.groups.values_list("pk", flat=True))
+    put_slot(tournament, None, {(a, b): 0.5, (a, c): 0.25, (b, c): 0.25}, pick=(a, b))
+    for group_id in group_ids:
+        put_slot(tournament, group_id, {(a, b): 0.2, (a, c): 0.4, (b, c): 0.4}, pick=(a, b))
+    battle = battle_start(rater=rater)
+    assert pair_key(battle.model_a_id, battle.model_b_id) == (a, b)
+    boards = 1 + len(group_ids)
+    assert battle.pair_probability == pytest.approx((0.5 + 0.2 * len(group_ids)) / boards / 2)
+
+
+def test_starting_a_battle_takes_one_slot_from_the_queue(rater, tournament):
+    queue_refill(tournament_id=tournament.pk, group_id=None)
+    key = queue_key(tournament.pk, None)
+    before = redis_client().llen(key)
+    battle_start(rater=pooled_only(rater))
+    assert redis_client().llen(key) == before - 1
+
+
+def test_the_refill_counts_queued_slots_as_in_flight_so_arrivals_spread(tournament):
+    add_models(tournament, 7)  # ten models, 45 pairs
+    queue_refill(tournament_id=tournament.pk, group_id=None)
+    slots = [Slot.from_json(raw) for raw in redis_client().lrange(queue_key(tournament.pk, None), 0, -1)]
+    assert len(slots) == matchmaking.QUEUE_DEPTH
+    picks = Counter(slot.pick for slot in slots)
+    assert max(picks.values()) <= 3, picks
+    assert len(picks) >= 20
+
+
+def test_a_battle_still_starts_when_redis_lost_the_queues(rater, tournament):
+    queue_refill(tournament_id=tournament.pk, group_id=None)
+    client = redis_client()
+    client.delete(*client.scan_iter(match="populus:matchmaking:*"))
+    battle = battle_start(rater=rater)
+    assert 0 < battle.pair_probability <= 0.5
+
+
+def test_a_battle_still_starts_when_redis_is_unreachable(rater, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    matchmaking.redis_client.cache_clear()
+    try:
+        battle = battle_start(rater=rater)
+    finally:
+        matchmaking.redis_client.cache_clear()
+    assert 0 < battle.pair_probability <= 0.5
+
+
+def test_a_cooled_down_model_is_never_offered_even_from_slots_made_before(study, groups, tournament):
+    queue_refill(tournament_id=tournament.pk, group_id=None)
+    cooled = tournament.llm_models.first()
+    LLMModel.objects.filter(pk=cooled.pk).update(cooldown_until=timezone.now() + timedelta(minutes=5))
+    for _ in range(15):
+        battle = battle_start(rater=admitted_rater(study))
+        assert cooled.pk not in (battle.model_a_id, battle.model_b_id)
+
+
+def test_a_rater_never_meets_a_pair_twice_and_is_done_when_every_pair_is_met(rater, tournament):
+    met = []
+    for _ in range(3):  # three models make three pairs
+        battle = battle_start(rater=rater)
+        met.append(pair_key(battle.model_a_id, battle.model_b_id))
+        Battle.objects.filter(pk=battle.pk).update(state=Battle.State.VOID)
+    assert len(set(met)) == 3
+    with pytest.raises(SessionEnded, match="every pair"):
+        battle_start(rater=rater)
+    rater.refresh_from_db()
+    assert rater.status == Rater.Status.COMPLETED
+
+
+def test_left_and_right_are_balanced(rater, tournament):
+    a, b, c = model_pks(tournament)
+    available = list(tournament.llm_models.all())
+    on_the_left = Counter()
+    for _ in range(600):
+        put_slot(tournament, None, {(a, b): 1 / 3, (a, c): 1 / 3, (b, c): 1 / 3}, pick=(a, b))
+        left, _right, _ = pair_choose(rater=pooled_only(rater), available=available, met=set())
+        on_the_left[left.pk] += 1
+    assert set(on_the_left) == {a, b}
+    assert chisquare([on_the_left[a], on_the_left[b]]).pvalue > 0.01
+
+
+def test_the_periodic_refill_fills_every_board_an_admitted_rater_feeds(rater, tournament):
+    assert matchmaking.queues_refill_all() > 0
+    boards = [None, *rater.groups.values_list("pk", flat=True)]
+    for group_id in boards:
+        assert redis_client().llen(queue_key(tournament.pk, group_id)) == matchmaking.QUEUE_DEPTH
+
+
+def test_stale_slots_are_not_used(rater, tournament):
+    a, b, _c = model_pks(tournament)
+    stale = Slot(probabilities={(a, b): 1.0}, pick=(a, b), made_at=time.time() - 3600)
+    redis_client().rpush(queue_key(tournament.pk, None), stale.to_json())
+    _left, _right, probability = pair_choose(
+        rater=pooled_only(rater), available=list(tournament.llm_models.all()), met=set()
+    )
+    assert probability < 0.5  # the stale slot alone would have made (a, b) certain: 1/2 as an ordered pair

@@ -1,0 +1,1 @@
+"""The rater API: token-authenticated clients that run battles with the web flow's rules."""

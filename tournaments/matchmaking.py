@@ -1,0 +1,313 @@
+"""Matchmaking on the site: which two models a rater meets next.
+
+The statistics live in `tournaments.matchmaker` (pure Python). This module feeds it from the database and
+keeps its proposals ready in Redis so that starting a battle costs a few milliseconds.
+
+Boards and queues
+-----------------
+A rater's votes feed the pooled board and one board per group they belong to, so each of those boards
+has its own matchmaker (fitted on that board's counted votes on the matchmaking dimension) and its own
+queue of *slots* in Redis. A slot is one proposal: the explicit distribution over pairs the matchmaker
+samples from, and the pair it drew. Slots are made one after another, each counting the earlier slots'
+pairs and the board's running battles as in flight, so raters who arrive together are spread over pairs.
+
+Choosing for a rater
+--------------------
+1. The boards the rater feeds that have a slot ready are equally likely; one is chosen and its first
+   slot taken. With no slot anywhere (Redis lost its keys, or a new tournament), a slot for the pooled
+   board is built from the database on the spot: the battle still starts.
+2. Pairs the rater cannot have are removed: a model that is cooled down or withdrawn, a pair the rater
+   already met in this study. The slot's distribution is renormalised over what is left; its drawn
+   pair is kept when it is still allowed (which gives the same probabilities as a fresh draw).
+3. The battle records the probability of its ordered pair: the average over the candidate boards of
+   each board's renormalised probability for the pair, halved for the random left/right placement.
+
+Redis holds only derived state. Its loss costs speed, never a battle or a vote. In the embedded demo
+there is no Redis, and every battle builds its slot directly.
+"""
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+
+import redis
+from django.conf import settings
+from django.db import transaction
+
+from raters.models import Rater
+from tournaments.matchmaker import Matchmaker
+from tournaments.models import Battle, Dimension, LLMModel, Tournament, VoteChoice
+
+logger = logging.getLogger(__name__)
+
+# Positions must be unpredictable to raters, so they come from the OS's random source.
+_random = secrets.SystemRandom()
+
+QUEUE_DEPTH = 40
+# A queue shorter than this is topped up at once (not only by the periodic task).
+REFILL_BELOW = 20
+# Slots older than this were drawn from a stale posterior or a stale list of available models.
+SLOT_MAX_AGE_SECONDS = 600
+REFILL_LOCK_SECONDS = 60
+POOLED = "pooled"
+
+Pair = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Slot:
+    probabilities: dict[Pair, float]  # unordered pair (lower pk first) -> probability
+    pick: Pair
+    made_at: float
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "pairs": [[a, b, round(p, 9)] for (a, b), p in self.probabilities.items()],
+                "pick": list(self.pick),
+                "made_at": self.made_at,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> "Slot":
+        data = json.loads(raw)
+        return cls(
+            probabilities={(a, b): p for a, b, p in data["pairs"]},
+            pick=tuple(data["pick"]),
+            made_at=data["made_at"],
+        )
+
+    def is_stale(self) -> bool:
+        return time.time() - self.made_at > SLOT_MAX_AGE_SECONDS
+
+
+def pair_key(a: int, b: int) -> Pair:
+    return (a, b) if a < b else (b, a)
+
+
+# --- Reading a board from the database --------------------------------------------------------------
+
+
+def matchmaking_dimension(tournament: Tournament) -> Dimension | None:
+    """The dimension whose votes steer matchmaking: Overall, the question every board headlines."""
+    dimensions = tournament.dimensions.order_by("position")
+    return dimensions.filter(slug="overall").first() or dimensions.first()
+
+
+def board_votes(tournament: Tournament, group_id: int | None) -> list[tuple[int, int, str]]:
+    """(model_a, model_b, outcome) of the board's counted votes on the matchmaking dimension, in order."""
+    dimension = matchmaking_dimension(tournament)
+    if dimension is None:
+        return []
+    choices = VoteChoice.objects.counted().filter(dimension=dimension)
+    if group_id is not None:
+        choices = choices.filter(vote__battle__rater__groups=group_id)
+    rows = choices.order_by("vote_id").values_list(
+        "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome"
+    )
+    return [(a, b, {"a": "a", "b": "b"}.get(outcome, "tie")) for a, b, outcome in rows]
+
+
+def board_in_flight(tournament: Tournament, group_id: int | None) -> list[Pair]:
+    battles = Battle.objects.filter(tournament=tournament, state=Battle.State.ACTIVE)
+    if group_id is not None:
+        battles = battles.filter(rater__groups=group_id)
+    return [pair_key(a, b) for a, b in battles.values_list("model_a_id", "model_b_id")]
+
+
+def matchmaker_build(tournament: Tournament, group_id: int | None) -> Matchmaker:
+    votes = board_votes(tournament, group_id)
+    model_ids = set(tournament.llm_models.values_list("pk", flat=True))
+    model_ids |= {a for a, _, _ in votes} | {b for _, b, _ in votes}
+    matchmaker = Matchmaker(sorted(model_ids))
+    matchmaker.observe_many(votes)
+    return matchmaker
+
+
+def slots_make(
+    tournament: Tournament, group_id: int | None, count: int, pending: Iterable[Pair] = ()
+) -> list[Slot]:
+    """`count` proposals for the board, each counting the earlier ones (and `pending`) as in flight."""
+    available = set(tournament.llm_models.available().values_list("pk", flat=True))
+    matchmaker = matchmaker_build(tournament, group_id)
+    everyone = list(matchmaker.models)
+    unavailable = [pair_key(a, b) for a in everyone for b in everyone if a < b and not {a, b} <= available]
+    in_flight = board_in_flight(tournament, group_id) + list(pending)
+    slots = []
+    for _ in range(count):
+        try:
+            distribution = matchmaker.pair_distribution(exclude_pairs=unavailable, in_flight=in_flight)
+        except ValueError:  # fewer than two models available
+            break
+        pairs = list(distribution)
+        weights = [distribution[p] for p in pairs]
+        pick = pairs[_weighted_index(weights)]
+        slots.append(
+            Slot(
+                probabilities={pair_key(*p): w for p, w in zip(pairs, weights, strict=True)},
+                pick=pair_key(*pick),
+                made_at=time.time(),
+            )
+        )
+        in_flight.append(pair_key(*pick))
+    return slots
+
+
+def _weighted_index(weights: list[float]) -> int:
+    point = _random.random() * sum(weights)
+    for index, weight in enumerate(weights):
+        point -= weight
+        if point < 0:
+            return index
+    return len(weights) - 1
+
+
+# --- The queues in Redis ---------------------------------------------------------------------------------
+
+
+@cache
+def redis_client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+def _queues_enabled() -> bool:
+    return not settings.POPULUS_EMBEDDED
+
+
+def queue_key(tournament_id: int, group_id: int | None) -> str:
+    return f"populus:matchmaking:{tournament_id}:{POOLED if group_id is None else group_id}"
+
+
+def queue_refill(*, tournament_id: int, group_id: int | None) -> int:
+    """Top the board's queue up to QUEUE_DEPTH; returns how many slots were added. One refill per board
+    at a time (a Redis lock), so a burst of arrivals does not rebuild the same matchmaker many times."""
+    client = redis_client()
+    key = queue_key(tournament_id, group_id)
+    if not client.set(f"{key}:refill", 1, nx=True, ex=REFILL_LOCK_SECONDS):
+        return 0
+    try:
+        waiting = [Slot.from_json(raw) for raw in client.lrange(key, 0, -1)]
+        fresh = [slot for slot in waiting if not slot.is_stale()]
+        if len(fresh) != len(waiting):
+            client.delete(key)
+            waiting = []
+            fresh = []
+        missing = QUEUE_DEPTH - len(fresh)
+        if missing <= 0:
+            return 0
+        tournament = Tournament.objects.filter(pk=tournament_id).first()
+        if tournament is None:  # deleted since the refill was asked for
+            return 0
+        slots = slots_make(tournament, group_id, missing, pending=[slot.pick for slot in fresh])
+        if slots:
+            client.rpush(key, *(slot.to_json() for slot in slots))
+        return len(slots)
+    finally:
+        client.delete(f"{key}:refill")
+
+
+def boards_in_demand() -> list[tuple[int, int | None]]:
+    """(tournament, group) of every board an admitted rater feeds: the queues worth keeping full."""
+    rows = Rater.objects.filter(status=Rater.Status.ADMITTED).values_list("study__tournament_id", "groups")
+    boards = set()
+    for tournament_id, group_id in rows:
+        boards.add((tournament_id, None))
+        if group_id is not None:
+            boards.add((tournament_id, group_id))
+    return sorted(boards, key=lambda board: (board[0], board[1] or 0))
+
+
+def queues_refill_all() -> int:
+    return sum(queue_refill(tournament_id=t, group_id=g) for t, g in boards_in_demand())
+
+
+# --- Choosing a pair for a rater -------------------------------------------------------------------------
+
+
+def pair_choose(
+    *, rater: Rater, available: list[LLMModel], met: set[Pair]
+) -> tuple[LLMModel, LLMModel, float]:
+    """Two models for the rater's next battle, in random left/right order, and the probability of that
+    ordered pair. `met` holds the pairs the rater has already compared (never offered again).
+
+    Raises ValueError when no allowed pair is left."""
+    by_pk = {model.pk: model for model in available}
+    allowed = {pair_key(a, b) for a in by_pk for b in by_pk if a < b and pair_key(a, b) not in met}
+    if not allowed:
+        raise ValueError("no pair left for this rater")
+    tournament = rater.study.tournament
+    boards = [None, *rater.groups.values_list("pk", flat=True)]
+    slots = [slot for slot in _candidate_slots(tournament, boards) if _allowed_mass(slot, allowed) > 0]
+    if not slots:  # nothing ready, or only slots made before a model came back
+        slots = slots_make(tournament, None, 1)
+    chosen = slots[0]  # _candidate_slots puts the popped slot of the randomly chosen board first
+    pair = chosen.pick if chosen.pick in allowed else _draw(chosen, allowed)
+    probability = sum(_allowed_share(slot, allowed, pair) for slot in slots) / len(slots)
+    first, second = pair if _random.random() < 0.5 else pair[::-1]
+    return by_pk[first], by_pk[second], probability / 2
+
+
+def _allowed_mass(slot: Slot, allowed: set[Pair]) -> float:
+    return sum(p for pair, p in slot.probabilities.items() if pair in allowed)
+
+
+def _allowed_share(slot: Slot, allowed: set[Pair], pair: Pair) -> float:
+    """The probability of `pair` when the slot's distribution is restricted to the allowed pairs."""
+    return slot.probabilities.get(pair, 0.0) / _allowed_mass(slot, allowed)
+
+
+def _draw(slot: Slot, allowed: set[Pair]) -> Pair:
+    pairs = [pair for pair in slot.probabilities if pair in allowed]
+    return pairs[_weighted_index([slot.probabilities[pair] for pair in pairs])]
+
+
+def _candidate_slots(tournament: Tournament, boards: list[int | None]) -> list[Slot]:
+    """One slot per board that has one ready, the randomly chosen board's first (popped from its queue,
+    so the next rater gets the next proposal); the others are only read."""
+    if not _queues_enabled():
+        return []
+    try:
+        return _slots_from_redis(tournament.pk, boards)
+    except redis.RedisError:
+        logger.warning("Matchmaking queues unreachable; building a pair from the database.", exc_info=True)
+        return []
+
+
+def _slots_from_redis(tournament_id: int, boards: list[int | None]) -> list[Slot]:
+    client = redis_client()
+    keys = [queue_key(tournament_id, board) for board in boards]
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.lindex(key, 0)
+    heads = {
+        board: Slot.from_json(raw)
+        for board, raw in zip(boards, pipe.execute(), strict=True)
+        if raw is not None
+    }
+    for board in boards:
+        if board not in heads or heads[board].is_stale():
+            heads.pop(board, None)
+            _refill_soon(tournament_id, board)
+    if not heads:
+        return []
+    chosen_board = _random.choice(sorted(heads, key=lambda board: board or 0))
+    popped = client.lpop(queue_key(tournament_id, chosen_board))
+    if client.llen(queue_key(tournament_id, chosen_board)) < REFILL_BELOW:
+        _refill_soon(tournament_id, chosen_board)
+    others = [slot for board, slot in heads.items() if board != chosen_board]
+    if popped is None:  # another rater took the last one a moment ago
+        return others
+    return [Slot.from_json(popped), *others]
+
+
+def _refill_soon(tournament_id: int, group_id: int | None) -> None:
+    from tournaments.tasks import refill_matchmaking_queue  # tasks import services, which import this
+
+    transaction.on_commit(
+        lambda: refill_matchmaking_queue.delay(tournament_id=tournament_id, group_id=group_id)
+    )

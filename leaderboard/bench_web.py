@@ -20,7 +20,6 @@ or socket error under load fails the benchmark: an error page is never what gets
 import contextlib
 import json
 import os
-import random
 import secrets
 import shutil
 import socket
@@ -162,8 +161,8 @@ def _manage(env: dict, *args: str) -> str:
 def _seed(env: dict, sizes: dict) -> dict:
     _manage(env, "migrate", "--noinput")
     _manage(env, "seed_demo")
-    call = f"from leaderboard.bench_web import seed_votes; seed_votes(raters={sizes['raters']}, "
-    call += f"votes_per_rater={sizes['votes_per_rater']})"
+    call = "import json; from tournaments.demo_votes import demo_votes_seed; print(json.dumps("
+    call += f"demo_votes_seed(raters={sizes['raters']}, votes_per_rater={sizes['votes_per_rater']})))"
     output = _manage(env, "shell", "-c", call)
     return json.loads(output.strip().splitlines()[-1])
 
@@ -346,82 +345,3 @@ def _wrk_version(wrk: str) -> str:
 
 
 # --- Seed data (runs inside the bench server's settings, through `manage.py shell`) --------------------
-
-
-def seed_votes(*, raters: int, votes_per_rater: int, seed: int = 0) -> None:
-    """Raters of the demo study in every country and group, voting on every dimension of the demo
-    tournament (models of known, different skill; some ties), then a fit. Prints a JSON summary."""
-    from django.utils import timezone
-
-    from leaderboard.services import fits_publish
-    from raters.models import Country, Rater, Study
-    from tournaments.models import Battle, Tournament, Vote, VoteChoice
-
-    rng = random.Random(seed)  # noqa: S311 (made-up votes, not secrets)
-    tournament = Tournament.objects.get(slug="demo")
-    study = Study.objects.get(slug="demo")
-    models = list(tournament.llm_models.order_by("pk"))
-    skills = {model.pk: rng.gauss(0, 1) for model in models}
-    dimensions = list(tournament.dimensions.all())
-    countries = list(Country.objects.prefetch_related("axes__groups"))
-    now = timezone.now()
-    people = [rng.choice(countries) for _ in range(raters)]
-    created = Rater.objects.bulk_create(
-        Rater(
-            study=study,
-            source=Rater.Source.OPEN,
-            status=Rater.Status.ADMITTED,
-            consented_at=now,
-            screened_at=now,
-            admitted_at=now,
-            country=country,
-        )
-        for country in people
-    )
-    Rater.groups.through.objects.bulk_create(
-        Rater.groups.through(rater_id=rater.pk, group_id=rng.choice(list(axis.groups.all())).pk)
-        for rater, country in zip(created, people, strict=True)
-        for axis in country.axes.all()
-    )
-    plans = []
-    for rater in created:
-        for _ in range(votes_per_rater):
-            model_a, model_b = rng.sample(models, 2)
-            outcomes = {}
-            for dimension in dimensions:
-                if rng.random() < dimension.draw_probability:
-                    outcomes[dimension.pk] = "tie"
-                else:
-                    edge = skills[model_a.pk] - skills[model_b.pk] + rng.gauss(0, 1)
-                    outcomes[dimension.pk] = "a" if edge > 0 else "b"
-            plans.append((rater, model_a, model_b, outcomes))
-    battles = Battle.objects.bulk_create(
-        (
-            Battle(
-                tournament=tournament,
-                rater=rater,
-                model_a=model_a,
-                model_b=model_b,
-                pair_probability=1 / (len(models) * (len(models) - 1)),
-                state=Battle.State.VOTED,
-                ended_at=now,
-            )
-            for rater, model_a, model_b, _ in plans
-        ),
-        batch_size=2000,
-    )
-    votes = Vote.objects.bulk_create((Vote(battle=b, seconds_to_vote=30) for b in battles), batch_size=2000)
-    VoteChoice.objects.bulk_create(
-        (
-            VoteChoice(vote=vote, dimension_id=dimension_id, outcome=outcome)
-            for vote, plan in zip(votes, plans, strict=True)
-            for dimension_id, outcome in plan[3].items()
-        ),
-        batch_size=5000,
-    )
-    fits_publish(tournament_id=tournament.pk)
-    print(
-        json.dumps(
-            {"raters": raters, "battles": len(battles), "models": len(models), "dimensions": len(dimensions)}
-        )
-    )

@@ -29,7 +29,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from config.errors import InvalidInput
 from leaderboard.models import FitScore, FitSnapshot
@@ -192,11 +192,15 @@ def snapshot_latest(*, dimension: Dimension) -> FitSnapshot | None:
 
 def snapshots_latest(*, tournament: Tournament) -> list[FitSnapshot]:
     """The latest snapshot of each fitted dimension of a tournament."""
+    latest_of_dimension = (
+        FitSnapshot.objects.filter(dimension=OuterRef("dimension"))
+        .order_by("-created_at", "-pk")
+        .values("pk")[:1]
+    )
     return list(
-        FitSnapshot.objects.filter(tournament=tournament)
+        FitSnapshot.objects.filter(tournament=tournament, pk=Subquery(latest_of_dimension))
         .select_related("dimension")
-        .order_by("dimension_id", "-created_at", "-pk")
-        .distinct("dimension_id")
+        .order_by("dimension_id")
     )
 
 

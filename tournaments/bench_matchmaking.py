@@ -83,7 +83,7 @@ FULL = {
     "tie_rates": (0.10, 0.30, 0.65),
     "seeds": 40,
     "budgets": (1_000, 2_000, 4_000),
-    "horizon": 4_000,
+    "horizon": 8_000,
     "checkpoint_every": 20,
 }
 QUICK = {
@@ -130,7 +130,9 @@ class Population:
         """
         n = len(self.skills)
         first, second = np.triu_indices(n, 1)
-        weight = np.ones(len(first)) if weights is None else weights[first, second] / weights[first, second].mean()
+        weight = (
+            np.ones(len(first)) if weights is None else weights[first, second] / weights[first, second].mean()
+        )
         p_win, p_loss, p_tie = self.probabilities(self.skills[first] - self.skills[second])
         scale = 1e6 * weight  # so many battles per pair that the prior does not matter
         fit = Matchmaker(range(n))
@@ -218,7 +220,7 @@ def simulate(population: Population, *, policy: str, sizes: dict, seed, outcome_
 
     for _ in range(IN_FLIGHT + ARRIVALS):
         propose()
-    top1_ok, top5_ok, tau, z_scores, z_design = [], [], {}, {}, {}
+    top1_ok, top5_ok, tau, z_scores, z_design, never = [], [], {}, {}, {}, {}
     for observed in range(ARRIVALS, horizon + 1, ARRIVALS):
         arrived = [outstanding.pop(int(rng.integers(len(outstanding)))) for _ in range(ARRIVALS)]
         matchmaker.observe_many((a, b, result_of(a, b)) for a, b in arrived)
@@ -231,6 +233,7 @@ def simulate(population: Population, *, policy: str, sizes: dict, seed, outcome_
             tau[observed] = _kendall_tau(mean, truth)
             z_scores[observed] = _z_scores(matchmaker, pseudo_true)
             z_design[observed] = _z_scores(matchmaker, population.pseudo_true(pair_counts))
+            never[observed] = int((pair_counts[first, second] == 0).sum())
         for _ in range(min(ARRIVALS, horizon - observed - len(outstanding))):
             propose()
     counts = pair_counts[first, second]
@@ -242,8 +245,7 @@ def simulate(population: Population, *, policy: str, sizes: dict, seed, outcome_
         "z_scores": z_scores,
         "z_design": z_design,
         "max_pair_share": float(counts.max() / horizon),
-        "pairs_never_compared": int((counts == 0).sum()),
-        "d12": _d12(matchmaker, population, pseudo_true, pair_counts),
+        "pairs_never_compared": never,
     }
 
 
@@ -259,7 +261,9 @@ def _run_seed(task: tuple[int, float, int, dict]) -> dict:
     n_models, tie_rate, seed, sizes = task
     setting_key = [n_models, round(tie_rate * 100), seed]
     population = population_for(n_models, tie_rate, seed=np.random.SeedSequence([*setting_key, 0]))
-    draws = np.random.default_rng(np.random.SeedSequence([*setting_key, 3])).random((n_models, n_models, OUTCOME_STREAM))
+    draws = np.random.default_rng(np.random.SeedSequence([*setting_key, 3])).random(
+        (n_models, n_models, OUTCOME_STREAM)
+    )
     return {
         policy: simulate(
             population,
@@ -292,7 +296,10 @@ def _summarise(runs: list[dict], sizes: dict) -> dict:
             _geometric_mean_ratio(top1_ours[:half], top1_uniform[:half]),
             _geometric_mean_ratio(top1_ours[half:], top1_uniform[half:]),
         ],
-        "top1_median_battles": {"matchmaker": float(np.median(top1_ours)), "uniform": float(np.median(top1_uniform))},
+        "top1_median_battles": {
+            "matchmaker": float(np.median(top1_ours)),
+            "uniform": float(np.median(top1_uniform)),
+        },
         "top1_found_share": {
             "matchmaker": float(column(ours, "top1_found").mean()),
             "uniform": float(column(uniform, "top1_found").mean()),
@@ -308,13 +315,14 @@ def _summarise(runs: list[dict], sizes: dict) -> dict:
             "matchmaker": float(column(ours, "max_pair_share").max()),
             "uniform": float(column(uniform, "max_pair_share").max()),
         },
-        "pairs_never_compared_mean": {
-            "matchmaker": float(column(ours, "pairs_never_compared").mean()),
-            "uniform": float(column(uniform, "pairs_never_compared").mean()),
-        },
+        "pairs_never_compared_mean": {},
     }
     a, b = summary["top1_ratio_halves"]
     summary["top1_ratio_halves_disagreement"] = abs(math.log(a / b))
+    log_ratio = np.log(top1_ours / top1_uniform)
+    summary["top1_log_ratio_se"] = (
+        float(log_ratio.std(ddof=1) / math.sqrt(len(runs))) if len(runs) > 1 else 0.0
+    )
     for budget in sizes["budgets"]:
         tau_ours = np.array([run["tau"][budget] for run in ours])
         tau_uniform = np.array([run["tau"][budget] for run in uniform])
@@ -323,7 +331,13 @@ def _summarise(runs: list[dict], sizes: dict) -> dict:
             "matchmaker": float(tau_ours.mean()),
             "uniform": float(tau_uniform.mean()),
             "delta": float(difference.mean()),
-            "delta_se": float(difference.std(ddof=1) / math.sqrt(len(difference))) if len(difference) > 1 else 0.0,
+            "delta_se": float(difference.std(ddof=1) / math.sqrt(len(difference)))
+            if len(difference) > 1
+            else 0.0,
+        }
+        summary["pairs_never_compared_mean"][budget] = {
+            arm_name: float(np.mean([run["pairs_never_compared"][budget] for run in arm]))
+            for arm_name, arm in (("matchmaker", ours), ("uniform", uniform))
         }
         for name, key in (("z_sd", "z_scores"), ("z_sd_design", "z_design")):
             summary.setdefault(name, {})[budget] = {
@@ -341,9 +355,10 @@ def _passes(value: float, rule: tuple[str, float]) -> bool:
 def run(*, quick: bool) -> dict:
     """`bench matchmaking`: every setting's paired figures, the worst of each over settings, the targets."""
     sizes = QUICK if quick else FULL
+    # The biggest first, so that the two processes finish together.
     tasks = [
         (n_models, tie_rate, seed, sizes)
-        for n_models in sizes["models"]
+        for n_models in sorted(sizes["models"], reverse=True)
         for tie_rate in sizes["tie_rates"]
         for seed in range(sizes["seeds"])
     ]
@@ -355,13 +370,21 @@ def run(*, quick: bool) -> dict:
             runs = [r for task, r in zip(tasks, results, strict=True) if task[:2] == (n_models, tie_rate)]
             settings[f"{n_models}_models_{round(tie_rate * 100)}pct_ties"] = _summarise(runs, sizes)
     z_all = [v["matchmaker"] for s in settings.values() for v in s["z_sd"].values()]
+    z_design = [v["matchmaker"] for s in settings.values() for v in s["z_sd_design"].values()]
+    last = sizes["budgets"][-1]
     headline = {
         "top1_ratio": max(s["top1_ratio"] for s in settings.values()),
         "top5_ratio": max(s["top5_ratio"] for s in settings.values()),
         "tau_delta_min": min(t["delta"] for s in settings.values() for t in s["tau"].values()),
         "z_sd": max(z_all, key=lambda z: abs(z - 1)),
+        "z_sd_design": max(z_design, key=lambda z: abs(z - 1)),
         "max_pair_share": max(s["max_pair_share"]["matchmaker"] for s in settings.values()),
-        "top1_ratio_halves_disagreement_max": max(s["top1_ratio_halves_disagreement"] for s in settings.values()),
+        "pairs_never_compared_max_mean": max(
+            s["pairs_never_compared_mean"][last]["matchmaker"] for s in settings.values()
+        ),
+        "top1_ratio_halves_disagreement_max": max(
+            s["top1_ratio_halves_disagreement"] for s in settings.values()
+        ),
     }
     checks = {
         "top1_ratio": _passes(headline["top1_ratio"], TARGETS["top1_ratio"]),
@@ -384,7 +407,9 @@ def _map(tasks: list, *, processes: int) -> list[dict]:
     """Run the seeds, over ``processes`` fresh processes with single-threaded BLAS (small matrices)."""
     if processes == 1:
         return [_run_seed(task) for task in tasks]
-    saved = {name: os.environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    saved = {
+        name: os.environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    }
     os.environ.update(dict.fromkeys(saved, "1"))
     try:
         with multiprocessing.get_context("spawn").Pool(processes) as pool:
@@ -395,13 +420,3 @@ def _map(tasks: list, *, processes: int) -> list[dict]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def _d12(matchmaker, population, pseudo_true, pair_counts):
-    order = np.argsort(-population.skills)
-    i, j = order[0], order[1]
-    mean, cov = matchmaker.posterior()
-    both = pair_counts + pair_counts.T
-    return (round(float(mean[i] - mean[j]), 3), round(float(np.sqrt(cov[i, i] + cov[j, j] - 2 * cov[i, j])), 3),
-            int(pair_counts[min(i, j), max(i, j)]), round(matchmaker.tie_parameter(), 2),
-            "best", int(both[i].sum()), "second", int(both[j].sum()), "third", int(both[order[2]].sum()))

@@ -61,8 +61,15 @@ The policy
   ``floor_share / eligible pairs`` and no pair is starved;
 * top-two Thompson sampling (``top_two_share``) for "who is best?": in each of ``thompson_draws``
   posterior draws the leader ``i`` is the best model and its challenger ``j`` the best of the others;
-  ``P(pair)`` is tallied exactly from the draws (``P(i leads) P(j best of the rest | draws) + the
-  same with i and j swapped``), among the models that have an eligible pair;
+  the probability of each contest ``(i, j)`` is tallied exactly from the draws (``P(i leads) P(j best
+  of the rest) + the same with i and j swapped``), among the models that have an eligible pair. Each
+  contest's mass is then spread over the battles of ``i`` or ``j`` in proportion to the square of how
+  much each would shrink the variance of ``theta_i - theta_j``: mostly the direct battle, and battles
+  with a close common opponent, which also tell the two apart when the direct pair is capped or
+  excluded. The share is scheduled by what the posterior knows about the best: full while P(best) is
+  spread over at most ``top_two_contenders`` models (``1 / sum P(best)^2``) and the favourite's P(best)
+  is at most ``top_two_focus``; smaller while the field is still open (placement and the whole ranking
+  teach more then), and down to 0 as the favourite becomes sure;
 * whole ranking (the rest): pair weight ``P(the pair is misordered) * information a battle adds to
   the difference`` = ``Phi(-|m|/s) * log(1 + s^2 h)`` with ``m, s`` the posterior mean and sd of the
   difference and ``h`` the expected Fisher information of one battle;
@@ -81,9 +88,14 @@ per state: common random numbers).
 Battles in flight count (a pending penalty). With ``M`` battles in flight, ``k`` of them on a pair, and
 ``t`` the pair's target probability without the floor, the pair gets what it still lacks of its share
 of the ``M + 1`` battles, ``max(0, t (M + 1) - k)``; these are normalised, the floor is added back and
-the cap applied again. A burst of proposals with nothing observed therefore follows the target instead
-of repeating its likeliest pair, and a pair with more than its share in flight gets only the floor.
-Everything is explicit, so the probability ``propose`` returns is exact for what it samples.
+the cap applied again. A burst of proposals with nothing observed therefore stays within each pair's
+share of the target instead of repeating its likeliest pair, and a pair with more than its share in
+flight gets only the floor. Everything is explicit, so the probability ``propose`` returns is exact for
+what it samples.
+
+Cost: ``observe`` only adds counts; the fit and the target are computed lazily, once per state of the
+data and set of exclusions (a few milliseconds for 50 models), and each proposal after that costs well
+under a millisecond. ``tournaments.bench_matchmaking`` measures the policy against uniform pairing.
 """
 
 from __future__ import annotations
@@ -107,10 +119,6 @@ _MAX_NEWTON_STEPS = 100
 _MAX_CACHED_TARGETS = 64
 # The top-two part spreads the mass of at most this many leader-challenger contests (the likeliest).
 _MAX_CONTESTS = 32
-_IN_FLIGHT = "track"
-_ADAPTIVE = False
-_FOCUS = 0.5
-_CONTENDERS = 3.0
 
 
 @dataclass(frozen=True)
@@ -126,8 +134,13 @@ class Settings:
     log_nu_prior_sd: float = 2.0
     # Share spread uniformly over the eligible pairs: each pair's probability >= floor_share / pairs.
     floor_share: float = 0.1
-    # Share given to top-two Thompson sampling among the leaders ("who is best?").
-    top_two_share: float = 0.6
+    # Share given to top-two Thompson sampling among the leaders ("who is best?") while that question is
+    # open: full while P(best) is spread over at most top_two_contenders models (effectively) and the
+    # favourite's P(best) is at most top_two_focus, falling as P(best) spreads wider or the favourite
+    # becomes sure (to 0 at P(best) = 1; top_two_focus = 1 keeps the share fixed).
+    top_two_share: float = 0.8
+    top_two_contenders: float = 3.0
+    top_two_focus: float = 0.5
     # Share reserved for pairs with a model in placement, while there are such models and others.
     placement_share: float = 0.2
     # A model is in placement while its posterior sd is above this (nats; 0.35 is about 60 Elo).
@@ -142,16 +155,23 @@ class Settings:
     def __post_init__(self) -> None:
         if self.ties not in TIE_HANDLING:
             raise ValueError(f"ties must be one of {TIE_HANDLING}, not {self.ties!r}")
-        positive = ("prior_sd", "log_nu_prior_sd", "placement_sd", "max_pair_probability", "thompson_draws")
+        positive = (
+            "prior_sd",
+            "log_nu_prior_sd",
+            "placement_sd",
+            "max_pair_probability",
+            "thompson_draws",
+            "top_two_contenders",
+        )
         if self.max_pair_multiple < 1:
             raise ValueError("max_pair_multiple must be at least 1 (times the uniform probability)")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
-        for name in ("floor_share", "top_two_share", "placement_share"):
+        for name in ("floor_share", "top_two_share", "placement_share", "top_two_focus"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1, not {getattr(self, name)!r}")
-        if not 0.0 < self.floor_share:
+        if not self.floor_share > 0.0:
             raise ValueError("floor_share must be positive: every pair keeps a minimum probability")
         if self.floor_share + self.top_two_share > 1.0:
             raise ValueError("floor_share + top_two_share must not exceed 1")
@@ -205,6 +225,17 @@ def _capped(probabilities: np.ndarray, cap: float, floor: float) -> np.ndarray:
     return p / p.sum()
 
 
+def _row(row, length: int, shape: str) -> tuple:
+    """``row`` as a tuple of ``length`` items, or a ValueError that says what was expected."""
+    try:
+        items = tuple(row)
+    except TypeError:
+        items = ()
+    if len(items) != length:
+        raise ValueError(f"each battle must be {shape}, not {row!r}")
+    return items
+
+
 class Matchmaker:
     """A Gaussian posterior over the models' skills and the pair distribution it implies.
 
@@ -245,11 +276,11 @@ class Matchmaker:
         self.observe_many([(model_a, model_b, outcome)])
 
     def observe_many(self, battles: Iterable[tuple[Hashable, Hashable, str]]) -> None:
-        rows = list(battles)
+        rows = [_row(battle, 3, "(model_a, model_b, outcome)") for battle in battles]
         column = {"a": 0, "b": 1, "tie": 2}
-        for row in rows:
-            if not isinstance(row[2], str) or row[2] not in column:
-                raise ValueError(f"outcome must be one of {OUTCOMES}, not {row[2]!r}")
+        for _, _, outcome in rows:
+            if not isinstance(outcome, str) or outcome not in column:
+                raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
         a, b = self._indices_of(row[0] for row in rows), self._indices_of(row[1] for row in rows)
         tally = np.zeros((len(rows), 3))
         tally[np.arange(len(rows)), [column[row[2]] for row in rows]] = 1.0
@@ -260,7 +291,7 @@ class Matchmaker:
 
         The same as observing each battle: the posterior depends on the battles only through these counts.
         """
-        rows = list(rows)
+        rows = [_row(row, 5, "(model_a, model_b, wins_a, wins_b, ties)") for row in rows]
         tally = np.array([row[2:] for row in rows], dtype=float).reshape(len(rows), 3)
         if not np.isfinite(tally).all() or (tally < 0).any():
             raise ValueError("counts must be finite and not negative")
@@ -318,7 +349,9 @@ class Matchmaker:
         """Central posterior interval of each model's skill (centred, so only differences matter)."""
         mean, covariance = self.posterior()
         half = special.ndtri(0.5 + level / 2) * np.sqrt(np.diag(covariance))
-        return {m: (float(lo), float(hi)) for m, lo, hi in zip(self.models, mean - half, mean + half, strict=True)}
+        return {
+            m: (float(lo), float(hi)) for m, lo, hi in zip(self.models, mean - half, mean + half, strict=True)
+        }
 
     def placing(self) -> list:
         """Models still in placement: posterior sd above ``placement_sd`` (new, or few battles)."""
@@ -383,13 +416,19 @@ class Matchmaker:
         total = wins + losses + ties
         half = 0.5 * d
         log_denominator = np.logaddexp(np.logaddexp(half, -half), log_nu)
-        p_win, p_loss, p_tie = np.exp(half - log_denominator), np.exp(-half - log_denominator), np.exp(log_nu - log_denominator)
+        p_win, p_loss, p_tie = (
+            np.exp(half - log_denominator),
+            np.exp(-half - log_denominator),
+            np.exp(log_nu - log_denominator),
+        )
         log_likelihood = (wins - losses) @ half - total @ log_denominator
         gradient = np.zeros(len(x))
         hessian = np.zeros((len(x), len(x)))
         value = -log_likelihood + 0.5 * float(theta @ theta) / settings.prior_sd**2
         by_d = 0.5 * (total * (p_win - p_loss) - (wins - losses))
-        gradient[:n] = np.bincount(first, by_d, n) - np.bincount(second, by_d, n) + theta / settings.prior_sd**2
+        gradient[:n] = (
+            np.bincount(first, by_d, n) - np.bincount(second, by_d, n) + theta / settings.prior_sd**2
+        )
         curvature = total * 0.25 * ((p_win + p_loss) - (p_win - p_loss) ** 2)
         hessian[:n, :n] = _laplacian(n, first, second, curvature)
         hessian[np.arange(n), np.arange(n)] += 1.0 / settings.prior_sd**2
@@ -416,7 +455,10 @@ class Matchmaker:
     def propose(self, *, exclude_pairs=(), in_flight=()) -> tuple[Hashable, Hashable, float]:
         eligible, probabilities = self._distribution(exclude_pairs, in_flight)
         cumulative = np.cumsum(probabilities)
-        chosen = min(int(np.searchsorted(cumulative, self._rng.random() * cumulative[-1], side="right")), len(eligible) - 1)
+        chosen = min(
+            int(np.searchsorted(cumulative, self._rng.random() * cumulative[-1], side="right")),
+            len(eligible) - 1,
+        )
         pair = eligible[chosen]
         i, j = int(self._pairs.first[pair]), int(self._pairs.second[pair])
         if self._rng.random() < 0.5:
@@ -452,27 +494,20 @@ class Matchmaker:
         if not len(eligible):
             raise ValueError("no pair of models is eligible: every pair is excluded")
         flying = np.bincount(self._pair_indices(in_flight), minlength=n_pairs)[eligible]
-        target, learning = self._target(allowed, eligible)
-        if not flying.any():
-            return eligible, target
+        target = self._target(allowed, eligible)
         floor = self.settings.floor_share
+        if not flying.any() or floor >= 1:
+            return eligible, target
         wanted = (target - floor / len(eligible)) / (1 - floor)
-        if _IN_FLIGHT == "track":
-            wanted = np.maximum(wanted * (flying.sum() + 1) - flying, 0.0)
-        else:
-            # Battles in flight count: each will shrink its pair's variance by its expected information,
-            # so the pair's weight is what is left of that variance, 1 / (1 + k h s^2).
-            wanted = wanted / (1 + flying * learning)
+        wanted = np.maximum(wanted * (flying.sum() + 1) - flying, 0.0)
         probabilities = floor / len(eligible) + (1 - floor) * wanted / wanted.sum()
         return eligible, _capped(probabilities, self._cap(len(eligible)), floor / len(eligible))
 
     def _cap(self, n_eligible: int) -> float:
         return max(self.settings.max_pair_probability, self.settings.max_pair_multiple / n_eligible)
 
-    def _target(self, allowed: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The distribution with nothing in flight, and per pair h s^2 (the share of the variance of its
-        difference one battle removes, relative to what remains); both depend only on the data and the
-        exclusions."""
+    def _target(self, allowed: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+        """The distribution with nothing in flight; it depends only on the data and the exclusions."""
         key = allowed.tobytes()
         if self._targets_version != self._version:
             self._targets, self._targets_version = {}, self._version
@@ -482,7 +517,7 @@ class Matchmaker:
             self._targets[key] = self._mixture(eligible)
         return self._targets[key]
 
-    def _mixture(self, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _mixture(self, eligible: np.ndarray) -> np.ndarray:
         settings = self.settings
         mean, covariance = self._raw_posterior()
         n = len(self.models)
@@ -503,9 +538,11 @@ class Matchmaker:
         contests, favourite = self._top_two(mean, covariance, active)
         top_two = self._contest_battles(contests, covariance, eligible, information, difference_var)
         top_two_share = settings.top_two_share
-        if _ADAPTIVE:
-            top_two_share *= min(1.0, (1 - favourite.max()) / (1 - _FOCUS))
-            top_two_share *= min(1.0, _CONTENDERS * float((favourite**2).sum()))
+        # Scheduled by what the posterior knows about the best: little use before a few contenders stand
+        # out (1 / sum P(best)^2 is their effective number), none once the favourite is surely the best.
+        top_two_share *= min(1.0, settings.top_two_contenders * float((favourite**2).sum()))
+        if settings.top_two_focus < 1:
+            top_two_share *= min(1.0, (1 - favourite.max()) / (1 - settings.top_two_focus))
 
         shares = {
             "floor": settings.floor_share,
@@ -513,17 +550,23 @@ class Matchmaker:
             "placement": settings.placement_share * (1 - settings.floor_share - top_two_share),
         }
         shares["ranking"] = 1.0 - sum(shares.values())
-        weights = {"floor": np.ones(len(eligible)), "top_two": top_two, "placement": placement, "ranking": ranking}
+        weights = {
+            "floor": np.ones(len(eligible)),
+            "top_two": top_two,
+            "placement": placement,
+            "ranking": ranking,
+        }
         totals = {name: float(w.sum()) for name, w in weights.items()}
         # A part with nothing to say (e.g. every pair it wants is excluded) gives its share to the other
         # parts of the policy; the floor stays what it is unless no part has anything to say.
-        speaking = [name for name, total in totals.items() if name != "floor" and total > 0 and np.isfinite(total)]
+        speaking = [
+            name for name, total in totals.items() if name != "floor" and total > 0 and np.isfinite(total)
+        ]
         scale = (1 - shares["floor"]) / sum(shares[name] for name in speaking) if speaking else 0.0
         probabilities = shares["floor"] * weights["floor"] / totals["floor"]
         for name in speaking:
             probabilities = probabilities + scale * shares[name] * weights[name] / totals[name]
-        target = _capped(probabilities, self._cap(len(eligible)), settings.floor_share / len(eligible))
-        return target, information * difference_var
+        return _capped(probabilities, self._cap(len(eligible)), settings.floor_share / len(eligible))
 
     def _contest_battles(self, contests, covariance, eligible, information, difference_var) -> np.ndarray:
         """Spread each leader-challenger pair's top-two mass over the eligible battles of either model.
@@ -555,9 +598,11 @@ class Matchmaker:
         spread = np.bincount(battle[valid], (gain * np.tile(scale, 2)[None, :])[valid], len(pairs.first))
         return spread[eligible]
 
-    def _top_two(self, mean: np.ndarray, covariance: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, float]:
+    def _top_two(
+        self, mean: np.ndarray, covariance: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Top-two Thompson probability of every pair, tallied from posterior draws among active models,
-        and the favourite's probability of being the best."""
+        and every model's probability of being the best."""
         n = len(mean)
         draws = mean + self._draws() @ linalg.cholesky(covariance, lower=True).T
         draws[:, ~active] = -np.inf

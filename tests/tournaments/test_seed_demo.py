@@ -5,10 +5,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
+from leaderboard.models import FitSnapshot
 from leaderboard.services import ratings_apply_pending
 from raters.models import Group, Quota, Strike, Study
 from tests.helpers import TASKS, verdict
-from tournaments.models import Battle, LLMModel, Reply, Tournament
+from tournaments.models import Battle, LLMModel, Reply, Tournament, Vote
 from tournaments.services import reply_generate
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +37,10 @@ def test_it_seeds_a_complete_demo_and_prints_the_staff_login(capsys, settings, t
     panel = Study.objects.get(slug="demo-panel")
     assert panel.quotas.count() == 22  # one marginal quota per default group
     assert "/s/demo-panel/?PROLIFIC_PID=" in output
+    # Simulated votes fill the boards, fitted on every dimension, and say so.
+    assert Vote.objects.filter(battle__tournament=tournament).count() == 1200
+    assert FitSnapshot.objects.filter(tournament=tournament).count() == 5
+    assert "made-up raters" in output
 
 
 def test_it_is_idempotent(settings, tmp_path):
@@ -47,6 +52,7 @@ def test_it_is_idempotent(settings, tmp_path):
     assert Group.objects.count() == 22
     assert Study.objects.count() == 2
     assert Quota.objects.count() == 22
+    assert Vote.objects.count() == 1200  # simulated once, on the first run only
 
 
 def test_it_lets_a_rater_finish_a_demo_battle_offline(client, settings, tmp_path):
@@ -58,7 +64,7 @@ def test_it_lets_a_rater_finish_a_demo_battle_offline(client, settings, tmp_path
         "/rate/screener/", {"country": "US", "age": "us-age-55-plus", "ethnicity": "", "politics": ""}
     )
     battle_url = client.get("/rate/next/", follow=True).redirect_chain[-1][0]
-    battle = Battle.objects.get()
+    battle = Battle.objects.get(state=Battle.State.ACTIVE)
     for message in TASKS[4][:3]:
         client.post(f"{battle_url}turn/", {"message": message})
         for reply in Reply.objects.filter(state=Reply.State.PENDING):

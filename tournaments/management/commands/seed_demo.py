@@ -7,6 +7,8 @@ from django.core.management.base import BaseCommand
 from config.env import env_str
 from raters.models import Country, Study
 from raters.services import quotas_apply_census_preset, sampling_frame_ensure_defaults
+from tournaments.demo_votes import demo_votes_seed
+from tournaments.models import Vote
 from tournaments.services import demo_tournament_seed
 
 STAFF_USERNAME = "admin"
@@ -15,7 +17,15 @@ STAFF_USERNAME = "admin"
 class Command(BaseCommand):
     help = "Seed the demo: 22 groups, four offline demo models, an open and a panel study, a staff login."
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--simulated-raters",
+            type=int,
+            default=300,
+            help="Made-up raters whose votes fill the boards on a first run (0: none).",
+        )
+
+    def handle(self, *args, simulated_raters: int, **options):
         created_groups = sampling_frame_ensure_defaults()
         tournament = demo_tournament_seed()
         Study.objects.get_or_create(
@@ -23,6 +33,12 @@ class Command(BaseCommand):
             defaults={"name": "Populus demo study", "tournament": tournament, "allows_open_entry": True},
         )
         panel_study = self._panel_study(tournament)
+        if simulated_raters and not Vote.objects.filter(battle__tournament=tournament).exists():
+            summary = demo_votes_seed(raters=simulated_raters, votes_per_rater=4)
+            self.stdout.write(
+                f"Simulated {summary['battles']} votes from {summary['raters']} made-up raters and fitted "
+                "the boards, so the leaderboard has something to show."
+            )
         password = self._staff_password()
         self.stdout.write(
             f"Demo ready: tournament '{tournament.name}' with {tournament.llm_models.count()} models, "

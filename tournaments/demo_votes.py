@@ -1,0 +1,83 @@
+"""Simulated votes for the demo and the web benchmark, so boards, charts and the personal board have
+something to show without anyone rating. They are written straight to the database (no conversation),
+then fitted; nothing here runs in a real study.
+"""
+
+import random
+
+from django.utils import timezone
+
+from leaderboard.services import fits_publish, ratings_replay
+from raters.models import Country, Rater, Study
+from tournaments.models import Battle, Tournament, Vote, VoteChoice
+
+
+def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict:
+    """Made-up raters of the demo study in every country and group, voting on every dimension of the
+    demo tournament (models of different, random skill; some ties), applied to the live ratings and
+    fitted. Returns a summary."""
+    rng = random.Random(seed)  # noqa: S311 (made-up votes, not secrets)
+    tournament = Tournament.objects.get(slug="demo")
+    study = Study.objects.get(slug="demo")
+    models = list(tournament.llm_models.order_by("pk"))
+    skills = {model.pk: rng.gauss(0, 1) for model in models}
+    dimensions = list(tournament.dimensions.all())
+    countries = list(Country.objects.prefetch_related("axes__groups"))
+    now = timezone.now()
+    people = [rng.choice(countries) for _ in range(raters)]
+    created = Rater.objects.bulk_create(
+        Rater(
+            study=study,
+            source=Rater.Source.OPEN,
+            status=Rater.Status.ADMITTED,
+            consented_at=now,
+            screened_at=now,
+            admitted_at=now,
+            country=country,
+        )
+        for country in people
+    )
+    Rater.groups.through.objects.bulk_create(
+        Rater.groups.through(rater_id=rater.pk, group_id=rng.choice(list(axis.groups.all())).pk)
+        for rater, country in zip(created, people, strict=True)
+        for axis in country.axes.all()
+    )
+    plans = []
+    for rater in created:
+        for _ in range(votes_per_rater):
+            model_a, model_b = rng.sample(models, 2)
+            outcomes = {}
+            for dimension in dimensions:
+                if rng.random() < dimension.draw_probability:
+                    outcomes[dimension.pk] = "tie"
+                else:
+                    edge = skills[model_a.pk] - skills[model_b.pk] + rng.gauss(0, 1)
+                    outcomes[dimension.pk] = "a" if edge > 0 else "b"
+            plans.append((rater, model_a, model_b, outcomes))
+    battles = Battle.objects.bulk_create(
+        (
+            Battle(
+                tournament=tournament,
+                rater=rater,
+                model_a=model_a,
+                model_b=model_b,
+                pair_probability=1 / (len(models) * (len(models) - 1)),
+                state=Battle.State.VOTED,
+                ended_at=now,
+            )
+            for rater, model_a, model_b, _ in plans
+        ),
+        batch_size=2000,
+    )
+    votes = Vote.objects.bulk_create((Vote(battle=b, seconds_to_vote=30) for b in battles), batch_size=2000)
+    VoteChoice.objects.bulk_create(
+        (
+            VoteChoice(vote=vote, dimension_id=dimension_id, outcome=outcome)
+            for vote, plan in zip(votes, plans, strict=True)
+            for dimension_id, outcome in plan[3].items()
+        ),
+        batch_size=5000,
+    )
+    ratings_replay(tournament_id=tournament.pk)  # the live ratings, as the ratings worker would have them
+    fits_publish(tournament_id=tournament.pk)
+    return {"raters": raters, "battles": len(battles), "models": len(models), "dimensions": len(dimensions)}

@@ -344,6 +344,7 @@ class PublicReadMixin:
 
 # --- Conditional GET and caching ----------------------------------------------------------------------
 
+
 def json_bytes(data: Any) -> bytes:
     return JSONRenderer().render(data)
 

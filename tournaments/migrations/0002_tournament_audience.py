@@ -4,15 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tournaments', '0001_initial'),
+        ("tournaments", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='tournament',
-            name='audience',
-            field=models.CharField(choices=[('human', 'Human raters'), ('automated', 'Automated raters')], default='human', help_text='Human tournaments take the web flow and human-panel API clients; automated ones take only automated API clients, so their votes land on boards of their own.', max_length=12),
+            model_name="tournament",
+            name="audience",
+            field=models.CharField(
+                choices=[("human", "Human raters"), ("automated", "Automated raters")],
+                default="human",
+                help_text="Human tournaments take the web flow and human-panel API clients; automated ones take only automated API clients, so their votes land on boards of their own.",
+                max_length=12,
+            ),
         ),
     ]

@@ -80,6 +80,11 @@ class Board:
     raters: int | None  # distinct raters with counted votes on this board
     entries: list[BoardEntry]  # every model that entered the tournament, ranked first, then unranked
 
+    @property
+    def battles(self) -> int:
+        """Counted battles on the board (each entry counts its battles, so every battle twice)."""
+        return sum(e.battles for e in self.entries) // 2
+
 
 @dataclass(frozen=True)
 class PairResult:
@@ -110,6 +115,10 @@ class RaterCounts:
     by_group: dict[int, int]
     publishable: frozenset[int]
 
+    def published(self, group: Group | None) -> bool:
+        """Whether the board of this group (None: the pooled board) may show figures."""
+        return self.pooled >= min_group_raters() if group is None else group.pk in self.publishable
+
 
 # --- Reading boards ---------------------------------------------------------------------------------
 
@@ -125,12 +134,8 @@ def board_get(
         raise InvalidInput(f"Snapshot {snapshot.pk} is not a fit of the dimension '{dimension.slug}'.")
     cutoff = snapshot_cutoff(snapshot)
     counts = rater_counts(tournament=tournament, dimension=dimension, up_to_vote_id=cutoff)
-    if group is None:
-        raters = counts.pooled
-        suppressed = raters < min_group_raters()
-    else:
-        raters = counts.by_group.get(group.pk, 0)
-        suppressed = group.pk not in counts.publishable
+    raters = counts.pooled if group is None else counts.by_group.get(group.pk, 0)
+    suppressed = not counts.published(group)
     common = {
         "tournament": tournament,
         "dimension": dimension,
@@ -191,7 +196,7 @@ def snapshot_latest(*, dimension: Dimension) -> FitSnapshot | None:
 
 
 def snapshots_latest(*, tournament: Tournament) -> list[FitSnapshot]:
-    """The latest snapshot of each fitted dimension of a tournament."""
+    """The latest snapshot of each fitted dimension of a tournament, in the dimensions' display order."""
     latest_of_dimension = (
         FitSnapshot.objects.filter(dimension=OuterRef("dimension"))
         .order_by("-created_at", "-pk")
@@ -200,7 +205,7 @@ def snapshots_latest(*, tournament: Tournament) -> list[FitSnapshot]:
     return list(
         FitSnapshot.objects.filter(tournament=tournament, pk=Subquery(latest_of_dimension))
         .select_related("dimension")
-        .order_by("dimension_id")
+        .order_by("dimension__position", "dimension_id")
     )
 
 
@@ -293,10 +298,14 @@ def _entries(tournament, dimension, group, snapshot, cutoff) -> list[BoardEntry]
     return entries
 
 
-def _board_outcomes(dimension, group, up_to_vote_id) -> QuerySet:
+def counted_choices(dimension: Dimension, up_to_vote_id: int | None = None) -> QuerySet:
+    """The dimension's counted choices, up to a vote (a snapshot's cutoff) when one is given."""
     choices = VoteChoice.objects.counted().filter(dimension=dimension)
-    if up_to_vote_id is not None:
-        choices = choices.filter(vote_id__lte=up_to_vote_id)
+    return choices if up_to_vote_id is None else choices.filter(vote_id__lte=up_to_vote_id)
+
+
+def _board_outcomes(dimension, group, up_to_vote_id) -> QuerySet:
+    choices = counted_choices(dimension, up_to_vote_id)
     if group is not None:
         choices = choices.filter(vote__battle__rater__groups=group)
     return (
@@ -325,15 +334,12 @@ def rater_counts(
 
 def _rater_counts(tournament, dimension, up_to_vote_id) -> RaterCounts:
     if dimension is not None:
-        rater_ids = VoteChoice.objects.counted().filter(dimension=dimension).values("vote__battle__rater_id")
+        rater_ids = counted_choices(dimension, up_to_vote_id).values("vote__battle__rater_id")
     else:
-        rater_ids = (
-            Vote.objects.filter(battle__tournament=tournament, battle__flagged_reason="")
-            .exclude(battle__rater__status=Rater.Status.EXCLUDED)
-            .values("battle__rater_id")
-        )
-    if up_to_vote_id is not None:
-        rater_ids = rater_ids.filter(**{"vote_id__lte" if dimension else "pk__lte": up_to_vote_id})
+        votes = Vote.objects.counted().filter(battle__tournament=tournament)
+        if up_to_vote_id is not None:
+            votes = votes.filter(pk__lte=up_to_vote_id)
+        rater_ids = votes.values("battle__rater_id")
     rater_ids = rater_ids.distinct().order_by()
     pooled = rater_ids.count()
     by_group = dict(

@@ -812,43 +812,44 @@ def skills_for(
     best); ``rank`` is the shared rank of the score intervals; p_best is the share of draws in which
     the model has the highest score. Groups absent from the fit (``with_groups=False``) add nothing.
     """
+    skill, drawn_skill, scores = _population_draws(fit, population, n_draws=n_draws, seed=seed)
+    board = draws_summary(scores.point, scores.draws, level=level)
+    tail = (1 - level) / 2
+    skill_low, skill_high = np.quantile(drawn_skill, [tail, 1 - tail], axis=0)
+    return [
+        BoardRow(
+            model=m,
+            score=float(board.point[m]),
+            score_low=float(board.low[m]),
+            score_high=float(board.high[m]),
+            skill=float(skill[m]),
+            skill_low=float(skill_low[m]),
+            skill_high=float(skill_high[m]),
+            rank=int(board.rank[m]),
+            rank_low=int(board.rank_low[m]),
+            rank_high=int(board.rank_high[m]),
+            p_best=float(board.p_best[m]),
+        )
+        for m in range(fit.n_models)
+    ]
+
+
+def _population_draws(fit: Fit, population: Population, *, n_draws: int, seed: int):
+    """Population skill at the mode, its draws, and the headline scores (mode and draws)."""
     cells = _validated_population(fit, population)
     groups = sorted({g for cell, _ in cells for g in cell}) if fit.with_groups else []
     mode_offsets = {g: fit.offsets[:, g][None, :] for g in groups}
     skill, score = _population_scores(fit.theta[None, :], mode_offsets, np.array([fit.log_nu]), cells)
     theta, offsets, log_nu = _draws(fit, groups, n_draws, np.random.default_rng(seed))
     drawn_skill, drawn_score = _population_scores(theta, offsets, log_nu, cells)
-    tail = (1 - level) / 2
-    score_low, score_high = np.quantile(drawn_score, [tail, 1 - tail], axis=0)
-    skill_low, skill_high = np.quantile(drawn_skill, [tail, 1 - tail], axis=0)
-    ranks = stats.rankdata(-drawn_score, axis=1, method="min")
-    rank_low = np.quantile(ranks, tail, axis=0, method="inverted_cdf")
-    rank_high = np.quantile(ranks, 1 - tail, axis=0, method="inverted_cdf")
-    p_best = np.bincount(drawn_score.argmax(axis=1), minlength=fit.n_models) / n_draws
-    rank = shared_ranks(score_low, score_high)
-    return [
-        BoardRow(
-            model=m,
-            score=float(score[0, m]),
-            score_low=float(score_low[m]),
-            score_high=float(score_high[m]),
-            skill=float(skill[0, m]),
-            skill_low=float(skill_low[m]),
-            skill_high=float(skill_high[m]),
-            rank=int(rank[m]),
-            rank_low=int(rank_low[m]),
-            rank_high=int(rank_high[m]),
-            p_best=float(p_best[m]),
-        )
-        for m in range(fit.n_models)
-    ]
+    return skill[0], drawn_skill, ScoreDraws(point=score[0], draws=drawn_score)
 
 
 # --- Stored posteriors and boards from draws (the personal leaderboard) ------------------------------
 #
 # A profile board is a population of one cell, and weighting several dimensions combines their boards
-# draw by draw, so the functions below hand out the score draws themselves. They follow ``skills_for``
-# step by step (same seed, same numbers) and leave it untouched.
+# draw by draw, so the functions below hand out the score draws themselves. ``skills_for`` is built on
+# them (same seed, same numbers).
 
 
 @dataclass(frozen=True)
@@ -874,13 +875,7 @@ class DrawSummary:
 
 def score_draws(fit: Fit, population: Population, *, n_draws: int = 2000, seed: int = 0) -> ScoreDraws:
     """The headline scores ``skills_for`` summarises, before summarising: equal seeds give equal draws."""
-    cells = _validated_population(fit, population)
-    groups = sorted({g for cell, _ in cells for g in cell}) if fit.with_groups else []
-    mode_offsets = {g: fit.offsets[:, g][None, :] for g in groups}
-    _, point = _population_scores(fit.theta[None, :], mode_offsets, np.array([fit.log_nu]), cells)
-    theta, offsets, log_nu = _draws(fit, groups, n_draws, np.random.default_rng(seed))
-    _, drawn = _population_scores(theta, offsets, log_nu, cells)
-    return ScoreDraws(point=point[0], draws=drawn)
+    return _population_draws(fit, population, n_draws=n_draws, seed=seed)[2]
 
 
 def draws_summary(point: np.ndarray, draws: np.ndarray, *, level: float = 0.95) -> DrawSummary:

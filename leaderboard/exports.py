@@ -69,12 +69,9 @@ def boards_all(*, tournament: Tournament) -> list[Board]:
     """The latest board of every fitted dimension: pooled, then every group in display order (suppressed
     ones included, as suppressed)."""
     groups = [None, *Group.objects.select_related("axis__country")]
-    snapshots = sorted(
-        snapshots_latest(tournament=tournament), key=lambda s: (s.dimension.position, s.dimension.pk)
-    )
     return [
         board_get(dimension=snapshot.dimension, group=group, snapshot=snapshot)
-        for snapshot in snapshots
+        for snapshot in snapshots_latest(tournament=tournament)
         for group in groups
     ]
 
@@ -115,9 +112,7 @@ def _cell(value) -> str:
 
 def exported_votes(*, tournament: Tournament):
     """Votes of finished battles that count (`leaderboard.services.vote_is_counted` as a query)."""
-    return Vote.objects.filter(
-        battle__tournament=tournament, battle__state=Battle.State.VOTED, battle__flagged_reason=""
-    ).exclude(battle__rater__status=Rater.Status.EXCLUDED)
+    return Vote.objects.counted().filter(battle__tournament=tournament, battle__state=Battle.State.VOTED)
 
 
 def battle_lines(*, tournament: Tournament, chunk_size: int = BATTLES_PER_CHUNK) -> Iterator[bytes]:

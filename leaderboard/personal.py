@@ -311,7 +311,7 @@ def _pooled_suppressed(tournament: Tournament, snapshot) -> bool:
     counts = boards.rater_counts(
         tournament=tournament, dimension=snapshot.dimension, up_to_vote_id=boards.snapshot_cutoff(snapshot)
     )
-    return counts.pooled < boards.min_group_raters()
+    return not counts.published(None)
 
 
 # --- Validation ---------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from leaderboard.boards import (
     Status,
     board_get,
     board_pair_results,
+    counted_choices,
     min_group_raters,
     publishable_group_ids,
     rater_counts,
@@ -30,7 +31,7 @@ from leaderboard.boards import (
 )
 from leaderboard.models import FitScore, FitSnapshot
 from raters.models import Group, Rater
-from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, VoteChoice
+from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament
 
 HISTORY_SNAPSHOTS = 20
 SAME_MODEL = "\u2013"  # an en dash in the diagonal of the matrices
@@ -42,11 +43,8 @@ def board_choices(*, tournament_slug: str | None, dimension_slug: str | None, gr
     Returns (tournament, dimension, group) or None when there is no tournament at all; unknown slugs
     raise `NotFound` with a message naming what was not found.
     """
-    tournaments = Tournament.objects.order_by("-created_at", "-pk")
-    tournament = tournaments.filter(slug=tournament_slug).first() if tournament_slug else tournaments.first()
+    tournament = tournament_named(slug=tournament_slug)
     if tournament is None:
-        if tournament_slug:
-            raise NotFound(f"There is no tournament called '{tournament_slug}'.")
         return None
     dimension = dimension_named(tournament=tournament, slug=dimension_slug)
     group = None
@@ -55,6 +53,18 @@ def board_choices(*, tournament_slug: str | None, dimension_slug: str | None, gr
         if group is None:
             raise NotFound(f"There is no group called '{group_slug}'.")
     return tournament, dimension, group
+
+
+def tournament_named(*, slug: str | None) -> Tournament | None:
+    """The named tournament (`NotFound` if there is none of that name), else the newest; None when no
+    tournament exists at all."""
+    tournaments = Tournament.objects.order_by("-created_at", "-pk")
+    if not slug:
+        return tournaments.first()
+    tournament = tournaments.filter(slug=slug).first()
+    if tournament is None:
+        raise NotFound(f"There is no tournament called '{slug}'.")
+    return tournament
 
 
 def dimension_named(*, tournament: Tournament, slug: str | None) -> Dimension | None:
@@ -287,7 +297,7 @@ def rank_history(*, dimension: Dimension, group: Group | None) -> History | None
         counts = rater_counts(
             tournament=tournament, dimension=dimension, up_to_vote_id=snapshot_cutoff(snapshot)
         )
-        shown.append(counts.pooled >= min_group_raters() if group is None else group.pk in counts.publishable)
+        shown.append(counts.published(group))
     ranks: dict[int, dict[int, int]] = defaultdict(dict)
     for snapshot_id, model_id, rank in FitScore.objects.filter(
         snapshot__in=[s for s, ok in zip(snapshots, shown, strict=True) if ok], group=group
@@ -468,7 +478,7 @@ def model_page(
             DimensionSummary(
                 dimension=each,
                 entry=entry,
-                board_battles=sum(e.battles for e in board.entries) // 2,
+                board_battles=board.battles,
                 fitted_at=board.fitted_at,
             )
         )
@@ -588,7 +598,7 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
     ties = []
     for dimension in tournament.dimensions.order_by("position"):
         snapshot = latest.get(dimension.pk)
-        tally = _counted(dimension, snapshot_cutoff(snapshot)).aggregate(
+        tally = counted_choices(dimension, snapshot_cutoff(snapshot)).aggregate(
             votes=Count("pk"), ties=Count("pk", filter=Q(outcome=Outcome.TIE))
         )
         ties.append(DimensionTies(dimension=dimension, snapshot=snapshot, **tally))
@@ -596,7 +606,7 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
         tournament=tournament,
         threshold=threshold,
         provisional_battles=settings.POPULUS_PROVISIONAL_BATTLES,
-        pooled_raters=counts.pooled if counts.pooled >= threshold else None,
+        pooled_raters=counts.pooled if counts.published(None) else None,
         groups=groups,
         ties=ties,
         excluded_raters=Rater.objects.filter(
@@ -604,8 +614,3 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
         ).count(),
         flagged_battles=Battle.objects.filter(tournament=tournament).exclude(flagged_reason="").count(),
     )
-
-
-def _counted(dimension: Dimension, up_to_vote_id: int | None):
-    choices = VoteChoice.objects.counted().filter(dimension=dimension)
-    return choices if up_to_vote_id is None else choices.filter(vote_id__lte=up_to_vote_id)

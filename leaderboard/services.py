@@ -258,44 +258,22 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
             settings={"group_prior_sd": FIT_GROUP_PRIOR_SD, "draws": FIT_DRAWS, "pooled": method},
             tie_parameter=math.exp(fit.log_nu),
         )
-        # The pooled board's draws are kept with the posterior (personal boards compare against them),
-        # so it is summarised from them; the numbers are those of skills_for with the same seed.
+        # The pooled board's draws are kept with the posterior (personal boards compare against them);
+        # every board is summarised from its draws as skills_for would, with the snapshot's seed.
         pooled = btd.score_draws(fit, population, n_draws=FIT_DRAWS, seed=snapshot.pk)
-        pooled_board = btd.draws_summary(pooled.point, pooled.draws)
+        boards = [(None, pooled)] + [
+            (
+                group_id,
+                btd.score_draws(fit, [((group_index[group_id],), 1.0)], n_draws=FIT_DRAWS, seed=snapshot.pk),
+            )
+            for group_id in group_ids
+        ]
         FitScore.objects.bulk_create(
-            [
-                FitScore(
-                    snapshot=snapshot,
-                    group=None,
-                    model_id=model_id,
-                    score=pooled_board.point[m],
-                    score_low=pooled_board.low[m],
-                    score_high=pooled_board.high[m],
-                    rank=pooled_board.rank[m],
-                    rank_low=pooled_board.rank_low[m],
-                    rank_high=pooled_board.rank_high[m],
-                    p_best=pooled_board.p_best[m],
-                )
-                for m, model_id in enumerate(model_ids)
-            ]
-            + [
-                FitScore(
-                    snapshot=snapshot,
-                    group_id=group_id,
-                    model_id=model_ids[row.model],
-                    score=row.score,
-                    score_low=row.score_low,
-                    score_high=row.score_high,
-                    rank=row.rank,
-                    rank_low=row.rank_low,
-                    rank_high=row.rank_high,
-                    p_best=row.p_best,
-                )
-                for group_id in group_ids
-                for row in btd.skills_for(
-                    fit, [((group_index[group_id],), 1.0)], n_draws=FIT_DRAWS, seed=snapshot.pk
-                )
-            ]
+            score
+            for group_id, draws in boards
+            for score in _fit_scores(
+                snapshot, group_id, model_ids, btd.draws_summary(draws.point, draws.draws)
+            )
         )
         FitPosterior.objects.create(
             snapshot=snapshot,
@@ -304,6 +282,24 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         )
         _posteriors_prune(dimension)
     return snapshot
+
+
+def _fit_scores(snapshot: FitSnapshot, group_id: int | None, model_ids, board: btd.DrawSummary):
+    return [
+        FitScore(
+            snapshot=snapshot,
+            group_id=group_id,
+            model_id=model_id,
+            score=board.point[m],
+            score_low=board.low[m],
+            score_high=board.high[m],
+            rank=board.rank[m],
+            rank_low=board.rank_low[m],
+            rank_high=board.rank_high[m],
+            p_best=board.p_best[m],
+        )
+        for m, model_id in enumerate(model_ids)
+    ]
 
 
 def _groups_by_rater(rater_ids: set[int]) -> dict[int, list[int]]:

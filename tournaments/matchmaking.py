@@ -107,10 +107,12 @@ def board_votes(tournament: Tournament, group_id: int | None) -> list[tuple[int,
     choices = VoteChoice.objects.counted().filter(dimension=dimension)
     if group_id is not None:
         choices = choices.filter(vote__battle__rater__groups=group_id)
-    rows = choices.order_by("vote_id").values_list(
-        "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome"
+    # Outcome values ("a", "b", "tie") are the matchmaker's own.
+    return list(
+        choices.order_by("vote_id").values_list(
+            "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome"
+        )
     )
-    return [(a, b, {"a": "a", "b": "b"}.get(outcome, "tie")) for a, b, outcome in rows]
 
 
 def board_in_flight(tournament: Tournament, group_id: int | None) -> list[Pair]:
@@ -144,27 +146,11 @@ def slots_make(
             distribution = matchmaker.pair_distribution(exclude_pairs=unavailable, in_flight=in_flight)
         except ValueError:  # fewer than two models available
             break
-        pairs = list(distribution)
-        weights = [distribution[p] for p in pairs]
-        pick = pairs[_weighted_index(weights)]
-        slots.append(
-            Slot(
-                probabilities={pair_key(*p): w for p, w in zip(pairs, weights, strict=True)},
-                pick=pair_key(*pick),
-                made_at=time.time(),
-            )
-        )
-        in_flight.append(pair_key(*pick))
+        # Keys are in the matchmaker's model order, which is ascending pk: already `pair_key` order.
+        pick = _random.choices(list(distribution), weights=list(distribution.values()))[0]
+        slots.append(Slot(probabilities=distribution, pick=pick, made_at=time.time()))
+        in_flight.append(pick)
     return slots
-
-
-def _weighted_index(weights: list[float]) -> int:
-    point = _random.random() * sum(weights)
-    for index, weight in enumerate(weights):
-        point -= weight
-        if point < 0:
-            return index
-    return len(weights) - 1
 
 
 # --- The queues in Redis ---------------------------------------------------------------------------------
@@ -193,9 +179,8 @@ def queue_refill(*, tournament_id: int, group_id: int | None) -> int:
     try:
         waiting = [Slot.from_json(raw) for raw in client.lrange(key, 0, -1)]
         fresh = [slot for slot in waiting if not slot.is_stale()]
-        if len(fresh) != len(waiting):
+        if len(fresh) != len(waiting):  # stale slots lead the queue: start it again
             client.delete(key)
-            waiting = []
             fresh = []
         missing = QUEUE_DEPTH - len(fresh)
         if missing <= 0:
@@ -263,7 +248,7 @@ def _allowed_share(slot: Slot, allowed: set[Pair], pair: Pair) -> float:
 
 def _draw(slot: Slot, allowed: set[Pair]) -> Pair:
     pairs = [pair for pair in slot.probabilities if pair in allowed]
-    return pairs[_weighted_index([slot.probabilities[pair] for pair in pairs])]
+    return _random.choices(pairs, weights=[slot.probabilities[pair] for pair in pairs])[0]
 
 
 def _candidate_slots(tournament: Tournament, boards: list[int | None]) -> list[Slot]:

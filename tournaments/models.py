@@ -286,6 +286,26 @@ class Outcome(models.TextChoices):
     TIE = "tie", "Tie"
 
 
+def _counted(path_to_vote: str) -> Q:
+    """`leaderboard.services.vote_is_counted` as a condition on the vote at `path_to_vote`: not from a
+    battle flagged for a model giving its identity away, nor from a rater quality control excluded."""
+    return Q(**{f"{path_to_vote}battle__flagged_reason": ""}) & ~Q(
+        **{f"{path_to_vote}battle__rater__status": Rater.Status.EXCLUDED}
+    )
+
+
+class VoteQuerySet(models.QuerySet):
+    def counted(self):
+        """Votes that move ratings."""
+        return self.filter(_counted(""))
+
+
+class VoteChoiceQuerySet(models.QuerySet):
+    def counted(self):
+        """Choices of the votes that move ratings."""
+        return self.filter(_counted("vote__"))
+
+
 class Vote(models.Model):
     battle = models.OneToOneField(Battle, on_delete=models.PROTECT, related_name="vote")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -293,17 +313,10 @@ class Vote(models.Model):
     seconds_to_vote = models.FloatField(null=True)
     attention_answer = models.CharField(max_length=3, blank=True)
 
+    objects = VoteQuerySet.as_manager()
+
     def __str__(self):
         return f"Vote on {self.battle}"
-
-
-class VoteChoiceQuerySet(models.QuerySet):
-    def counted(self):
-        """Choices that move ratings: `leaderboard.services.vote_is_counted` as a query (not from a
-        battle flagged for a model giving its identity away, nor from a rater quality control excluded)."""
-        return self.filter(vote__battle__flagged_reason="").exclude(
-            vote__battle__rater__status=Rater.Status.EXCLUDED
-        )
 
 
 class VoteChoice(models.Model):

@@ -39,7 +39,7 @@ from leaderboard.boards import (
 )
 from leaderboard.models import FitSnapshot
 from leaderboard.personal import personal_board
-from leaderboard.selectors import board_choices
+from leaderboard.selectors import board_choices, tournament_named
 from raters.models import Axis, Country, Group
 from tournaments.models import Dimension, Tournament
 
@@ -69,24 +69,26 @@ def _board_named(query: dict) -> tuple[Tournament, Dimension, Group | None]:
 
 
 def _tournament_named(slug: str | None) -> Tournament:
-    tournaments = Tournament.objects.order_by("-created_at", "-pk")
-    tournament = tournaments.filter(slug=slug).first() if slug else tournaments.first()
+    tournament = tournament_named(slug=slug)
     if tournament is None:
-        raise NotFound(
-            f"There is no tournament called '{slug}'." if slug else "No tournament has been set up yet."
-        )
+        raise NotFound("No tournament has been set up yet.")
     return tournament
+
+
+def _snapshot_by(dimension: Dimension, as_of: datetime) -> FitSnapshot | None:
+    """The latest fit of the dimension published by `as_of`."""
+    return (
+        FitSnapshot.objects.filter(dimension=dimension, created_at__lte=as_of)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
 
 
 def _snapshot(dimension: Dimension, as_of: datetime | None) -> FitSnapshot | None:
     """The latest fit of the dimension, or the latest one published by `as_of`."""
     if as_of is None:
         return snapshot_latest(dimension=dimension)
-    snapshot = (
-        FitSnapshot.objects.filter(dimension=dimension, created_at__lte=as_of)
-        .order_by("-created_at", "-pk")
-        .first()
-    )
+    snapshot = _snapshot_by(dimension, as_of)
     if snapshot is None:
         raise NotFound(
             f"No fit of the dimension '{dimension.slug}' had been published by {as_of.isoformat()}."
@@ -326,25 +328,19 @@ def _fitted(tournament: Tournament, as_of: datetime | None) -> list[tuple[Dimens
     else:
         latest = [
             snapshot
-            for dimension in tournament.dimensions.all()
-            if (
-                snapshot := FitSnapshot.objects.filter(dimension=dimension, created_at__lte=as_of)
-                .order_by("-created_at", "-pk")
-                .first()
-            )
+            for dimension in tournament.dimensions.order_by("position", "pk")
+            if (snapshot := _snapshot_by(dimension, as_of))
         ]
         if not latest:
             raise NotFound(
                 f"No fit of the tournament '{tournament.slug}' had been published by {as_of.isoformat()}."
             )
-    latest.sort(key=lambda snapshot: (snapshot.dimension.position, snapshot.dimension.pk))
     return [(snapshot.dimension, snapshot) for snapshot in latest]
 
 
 def _model_line(board, model_id: int) -> dict:
     entry = next((e for e in board.entries if e.model_id == model_id), None)
-    total = sum(e.battles for e in board.entries) / 2  # each battle has two models
-    share = entry.battles / total if entry and total else None
+    share = entry.battles / board.battles if entry and board.battles else None
     return {"board": board, "entry": entry, "share_of_battles": share}
 
 
@@ -395,17 +391,16 @@ def _pairs(board, snapshot, model_slug: str | None) -> list[dict]:
             continue
         if not model_slug and (model.name, model.slug) > (opponent.name, opponent.slug):
             continue  # every pair once, from the side of the name that sorts first
-        battles = result.battles
         rows.append(
             {
                 "model": model,
                 "opponent": opponent,
-                "battles": battles,
+                "battles": result.battles,
                 "wins": result.wins,
                 "losses": result.losses,
                 "ties": result.ties,
                 "win_rate": result.win_rate,
-                "tie_rate": result.ties / battles if battles else None,
+                "tie_rate": result.tie_rate,
             }
         )
     rows.sort(

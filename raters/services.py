@@ -244,11 +244,17 @@ def rater_complete_if_done(*, rater: Rater) -> Rater:
     if rater.status != Rater.Status.ADMITTED or limit is None:
         return rater
     if Vote.objects.filter(battle__rater=rater).count() >= limit:
-        Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
-            status=Rater.Status.COMPLETED, completed_at=timezone.now()
-        )
+        rater_mark_completed(rater=rater)
         rater.refresh_from_db()
     return rater
+
+
+def rater_mark_completed(*, rater: Rater) -> None:
+    """Complete the session of a rater who is still admitted (a rater whose session ended otherwise in the
+    meantime keeps that outcome)."""
+    Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
+        status=Rater.Status.COMPLETED, completed_at=timezone.now()
+    )
 
 
 def rater_finish(*, rater: Rater) -> Rater:
@@ -270,9 +276,7 @@ def rater_finish(*, rater: Rater) -> Rater:
         state=Battle.State.VOID, void_reason="The rater's session ended.", ended_at=timezone.now()
     )
     if voted:
-        Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
-            status=Rater.Status.COMPLETED, completed_at=timezone.now()
-        )
+        rater_mark_completed(rater=rater)
     else:
         rater_release(rater=rater)
     rater.refresh_from_db()

@@ -17,6 +17,7 @@ from raters.services import (
     message_quality_check,
     quality_settings,
     rater_audience_check,
+    rater_mark_completed,
     vote_quality_check,
 )
 from tournaments.defaults import DEFAULT_DIMENSIONS
@@ -97,9 +98,7 @@ def _end_session_when_every_pair_met(rater: Rater, met: set) -> None:
     model_ids = list(rater.study.tournament.llm_models.values_list("pk", flat=True))
     every_pair = {pair_key(a, b) for a in model_ids for b in model_ids if a < b}
     if every_pair <= met:
-        Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED).update(
-            status=Rater.Status.COMPLETED, completed_at=timezone.now()
-        )
+        rater_mark_completed(rater=rater)
         raise SessionEnded("You have compared every pair of models in this study. Thank you!")
 
 

@@ -33,6 +33,11 @@ def test_it_finishes_a_reply_whose_worker_was_killed_mid_request(workers, rater,
     wait_for(
         lambda: any(r["json"]["model"] == slow_model for r in fake_llm.requests), message="the slow request"
     )
+    # The kill must catch only the slow side: a fast reply still on the wire would rightly be asked again.
+    wait_for(
+        lambda: Reply.objects.filter(turn=turn, side="b", state=Reply.State.DONE).exists(),
+        message="the fast reply",
+    )
     workers.kill("worker-llm")
     workers.restart("worker-llm")
 

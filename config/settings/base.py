@@ -155,6 +155,8 @@ POPULUS_EMBEDDED = False
 # Per-rater throttles; the turn and vote rules already bound what a rater can do in a battle.
 RATE_LIMIT_MESSAGES_PER_MINUTE = env_int("RATE_LIMIT_MESSAGES_PER_MINUTE", 12)
 RATE_LIMIT_VOTES_PER_MINUTE = env_int("RATE_LIMIT_VOTES_PER_MINUTE", 10)
+# Per rater-API client: participants it may enter a minute (quotas bound a study, but not one without).
+RATE_LIMIT_API_ENTRIES_PER_MINUTE = env_int("RATE_LIMIT_API_ENTRIES_PER_MINUTE", 120)
 # A reply still "running" after this long is taken to belong to a dead worker and is retried. It must
 # exceed the longest a live generation can take (see the task time limits above), or a slow reply would
 # be generated, and paid for, twice.

@@ -2,11 +2,13 @@
 
 import hashlib
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from config import ratelimit
 from raters.models import ApiClient, Quota, Rater
 from raters.panel import keyed_hash
 from raters.services import PendingEntry, api_client_revoke, quota_set, rater_create
@@ -298,7 +300,13 @@ def test_it_applies_the_message_rules(panel, tournament):
     assert Turn.objects.count() == 3
 
 
-def test_it_rate_limits_messages_per_rater_with_retry_after(panel, settings):
+@pytest.fixture
+def still_clock(monkeypatch):
+    """The rate limits' clock stands still, so that a test's requests cannot straddle two windows."""
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: 1_800_000_000.0))
+
+
+def test_it_rate_limits_messages_per_rater_with_retry_after(panel, settings, still_clock):
     _, api = panel
     settings.RATE_LIMIT_MESSAGES_PER_MINUTE = 1
     battle_id = api.start(api.admitted_rater())["id"]
@@ -308,6 +316,19 @@ def test_it_rate_limits_messages_per_rater_with_retry_after(panel, settings):
     assert error_of(limited)["code"] == "rate_limited"
     assert int(limited["Retry-After"]) == error_of(limited)["details"]["retry_after"] >= 1
     assert Turn.objects.count() == 1
+
+
+def test_it_rate_limits_participant_entries_per_client(panel, study, settings, still_clock):
+    _, api = panel
+    settings.RATE_LIMIT_API_ENTRIES_PER_MINUTE = 2
+    assert [api.enter(k).status_code for k in (1, 2)] == [201, 201]
+    limited = api.enter(3)
+    assert limited.status_code == 429
+    assert "Too many participant entries in a short time (at most 2 a minute)" in error_of(limited)["message"]
+    assert Rater.objects.count() == 2
+    # The limit is the client's own: another client of the study is not held back by it.
+    _, other = client_with_token(study)
+    assert other.enter(4).status_code == 201
 
 
 def test_it_rate_limits_votes_per_rater(panel, settings):

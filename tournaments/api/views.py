@@ -131,11 +131,17 @@ class RaterCreateView(RaterApiView):
         summary="Enter a participant into the client's study",
         description="Consent, screener and admission in one step. The answer says whether the rater was "
         "admitted; a full quota or a screen-out is not an error: `status` says which and `outcome` holds "
-        "the panel's code. A participant already entered gets their rater back (200) as it stands.",
+        "the panel's code. A participant already entered gets their rater back (200) as it stands. A client "
+        "may enter a limited number of participants a minute (429 with Retry-After).",
         request=RaterCreateSerializer,
         responses={201: RaterSerializer, 200: RaterSerializer},
     )
     def post(self, request):
+        rate_limit(
+            action="participant entries",
+            key=f"api-client:{self.client.pk}",
+            limit=settings.RATE_LIMIT_API_ENTRIES_PER_MINUTE,
+        )
         serializer = RaterCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -165,6 +165,11 @@ class PersonalBoard:
     def audience(self) -> str:
         return "for people like you" if self.profile else "with no profile given"
 
+    @property
+    def combines_dimensions(self) -> bool:
+        """More than one dimension weighted: the page then says how their uncertainties are combined."""
+        return sum(1 for w in self.weights if w.share) > 1
+
     def with_problem(self, problem: str) -> "PersonalBoard":
         return replace(self, problems=(problem, *self.problems))
 

@@ -357,6 +357,13 @@ def test_the_page_swaps_only_the_results_for_htmx(client, fitted):
 def test_bad_input_still_renders_the_page_with_a_clear_message(client, fitted):
     response = client.get(URL, {"tournament": "nope", "w-overall": "-3", "age": "us-age-99", "country": "ZZ"})
     html = response.content.decode()
+def test_the_page_says_weighted_dimensions_are_combined_as_independent(client, fitted):
+    combined = client.get(URL, {"w-overall": "4", "w-communication": "6"}).content.decode()
+    assert "treats their\n  uncertainties as independent" in combined
+    single = client.get(URL, {"w-overall": "10", "w-communication": "0", "w-core-task": "0"}).content.decode()
+    assert "uncertainties as independent" not in single
+
+
     assert response.status_code == 200
     assert "There is no tournament called &#x27;nope&#x27;; showing the newest instead." in html
     assert "must be a number from 0 to 10, not &#x27;-3&#x27;" in html

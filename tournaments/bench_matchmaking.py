@@ -42,8 +42,9 @@ Figures (per setting, over the seeds)
 * calibration: root mean square, over pairs of models and seeds, of ``(estimated difference -
   pseudo-true difference) / posterior sd of the difference`` at every budget (1 when calibrated);
 * the busiest pair's share of the battles (whole horizon), and the pairs never compared (at 4,000);
-* reproducibility: the top-1 ratio on two disjoint halves of the seeds, and the standard error of its
-  logarithm.
+* reproducibility: the top-1 ratio on two disjoint halves of the seeds, the standard error of its
+  logarithm, and from it the sd of the difference between two runs of as many seeds (``top1_two_runs_sd``,
+  0.1 meaning that two runs agree within about 10%).
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ OUTCOME_STREAM = 256
 FULL = {
     "models": (20, 50),
     "tie_rates": (0.10, 0.30, 0.65),
-    "seeds": 40,
+    # Per seed, the log of the top-1 ratio has an sd of about 1 (a lucky early streak of either arm
+    # decides it), so two runs of 200 seeds differ by about sqrt(2 / 200) = 10% (one sd).
+    "seeds": 200,
     "budgets": (1_000, 2_000, 4_000),
     "horizon": 8_000,
     "checkpoint_every": 20,
@@ -323,6 +326,8 @@ def _summarise(runs: list[dict], sizes: dict) -> dict:
     summary["top1_log_ratio_se"] = (
         float(log_ratio.std(ddof=1) / math.sqrt(len(runs))) if len(runs) > 1 else 0.0
     )
+    # How far apart two runs of this many seeds are expected to be (sd of the difference of their logs).
+    summary["top1_two_runs_sd"] = math.sqrt(2) * summary["top1_log_ratio_se"]
     for budget in sizes["budgets"]:
         tau_ours = np.array([run["tau"][budget] for run in ours])
         tau_uniform = np.array([run["tau"][budget] for run in uniform])
@@ -352,9 +357,21 @@ def _passes(value: float, rule: tuple[str, float]) -> bool:
     return value <= limit if comparison == "<=" else value >= limit
 
 
-def run(*, quick: bool) -> dict:
-    """`bench matchmaking`: every setting's paired figures, the worst of each over settings, the targets."""
+def run(*, quick: bool, **overrides) -> dict:
+    """`bench matchmaking`: every setting's paired figures, the worst of each over settings, the targets.
+
+    ``overrides`` replace sizes (``models``, ``tie_rates``, ``seeds``, ...) or pass other policy settings
+    to the matchmaker arm, for exploring the trade-offs from a shell, e.g. top-two sampling alone:
+    ``run(quick=False, models=(20,), tie_rates=(0.65,), matchmaker_settings={"top_two_share": 0.9,
+    "top_two_focus": 1.0, "top_two_contenders": 100, "max_pair_probability": 0.3})``.
+    """
     sizes = QUICK if quick else FULL
+    unknown = set(overrides) - set(sizes) - {"matchmaker_settings"}
+    if unknown:
+        raise ValueError(f"unknown benchmark sizes: {sorted(unknown)}")
+    sizes = {**sizes, **overrides}
+    if sizes["seeds"] < 2:
+        raise ValueError("the benchmark needs at least 2 seeds: it compares two halves of them")
     # The biggest first, so that the two processes finish together.
     tasks = [
         (n_models, tie_rate, seed, sizes)
@@ -363,7 +380,7 @@ def run(*, quick: bool) -> dict:
         for seed in range(sizes["seeds"])
     ]
     start = time.perf_counter()
-    results = _map(tasks, processes=1 if quick else 2)
+    results = _map(tasks, processes=1 if quick else max(2, os.cpu_count() or 2))
     settings = {}
     for n_models in sizes["models"]:
         for tie_rate in sizes["tie_rates"]:
@@ -385,6 +402,7 @@ def run(*, quick: bool) -> dict:
         "top1_ratio_halves_disagreement_max": max(
             s["top1_ratio_halves_disagreement"] for s in settings.values()
         ),
+        "top1_two_runs_sd_max": max(s["top1_two_runs_sd"] for s in settings.values()),
     }
     checks = {
         "top1_ratio": _passes(headline["top1_ratio"], TARGETS["top1_ratio"]),

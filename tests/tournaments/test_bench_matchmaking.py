@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from tournaments.bench_matchmaking import _battles_until_stays_true, population_for
+from tournaments.bench_matchmaking import _battles_until_stays_true, population_for, run
 
 
 def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
     call_command("bench", "matchmaking", "--json", "--quick")
     figures = json.loads(capsys.readouterr().out)
-    for key in ("top1_ratio", "top5_ratio", "tau_delta_min", "z_sd", "max_pair_share", "passed", "settings"):
+    headline = ("top1_ratio", "top5_ratio", "tau_delta_min", "z_sd", "max_pair_share", "top1_two_runs_sd_max")
+    for key in (*headline, "passed", "settings"):
         assert key in figures
     assert set(figures["passed"]) == {"top1_ratio", "tau_delta_min", "z_sd", "max_pair_share"}
     (setting,) = figures["settings"].values()
@@ -47,3 +48,15 @@ def test_identified_means_right_at_every_later_checkpoint():
     assert _battles_until_stays_true([False, True, False, True, True], every=20, horizon=100) == 80
     assert _battles_until_stays_true([True, True], every=20, horizon=40) == 20
     assert _battles_until_stays_true([True, False], every=20, horizon=40) == 40
+
+
+def test_overrides_reach_the_simulation_and_unknown_ones_are_refused():
+    with pytest.raises(ValueError, match="floor_share"):
+        run(quick=True, seeds=2, matchmaker_settings={"floor_share": 2.0})
+    with pytest.raises(ValueError, match="unknown benchmark sizes"):
+        run(quick=True, seed_count=1)
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        run(quick=True, seeds=1)
+    figures = run(quick=True, seeds=2, matchmaker_settings={"top_two_share": 0.0})
+    assert figures["sizes"]["seeds"] == 2
+    assert figures["sizes"]["matchmaker_settings"] == {"top_two_share": 0.0}

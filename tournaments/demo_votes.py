@@ -1,6 +1,7 @@
 """Simulated votes for the demo and the web benchmark, so boards, charts and the personal board have
 something to show without anyone rating. They are written straight to the database (no conversation),
-then fitted; nothing here runs in a real study.
+then fitted; nothing here runs in a real study. The two writers, `admitted_raters_write` and
+`voted_battles_write`, also give the tests their board data.
 """
 
 import random
@@ -23,24 +24,13 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
     skills = {model.pk: rng.gauss(0, 1) for model in models}
     dimensions = list(tournament.dimensions.all())
     countries = list(Country.objects.prefetch_related("axes__groups"))
-    now = timezone.now()
     people = [rng.choice(countries) for _ in range(raters)]
-    created = Rater.objects.bulk_create(
-        Rater(
-            study=study,
-            source=Rater.Source.OPEN,
-            status=Rater.Status.ADMITTED,
-            consented_at=now,
-            screened_at=now,
-            admitted_at=now,
-            country=country,
-        )
-        for country in people
-    )
-    Rater.groups.through.objects.bulk_create(
-        Rater.groups.through(rater_id=rater.pk, group_id=rng.choice(list(axis.groups.all())).pk)
-        for rater, country in zip(created, people, strict=True)
-        for axis in country.axes.all()
+    created = admitted_raters_write(
+        study,
+        [
+            (country, [rng.choice(list(axis.groups.all())).pk for axis in country.axes.all()])
+            for country in people
+        ],
     )
     plans = []
     for rater in created:
@@ -54,6 +44,49 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
                     edge = skills[model_a.pk] - skills[model_b.pk] + rng.gauss(0, 1)
                     outcomes[dimension.pk] = "a" if edge > 0 else "b"
             plans.append((rater, model_a, model_b, outcomes))
+    votes = voted_battles_write(
+        tournament, plans, pair_probability=1 / (len(models) * (len(models) - 1)), seconds_to_vote=30
+    )
+    ratings_replay(tournament_id=tournament.pk)  # the live ratings, as the ratings worker would have them
+    fits_publish(tournament_id=tournament.pk)
+    return {"raters": raters, "battles": len(votes), "models": len(models), "dimensions": len(dimensions)}
+
+
+def admitted_raters_write(study: Study, memberships: list[tuple[Country, list[int]]]) -> list[Rater]:
+    """One admitted rater of `study` per (country, group ids), written straight to the database."""
+    now = timezone.now()
+    raters = Rater.objects.bulk_create(
+        (
+            Rater(
+                study=study,
+                source=Rater.Source.OPEN,
+                status=Rater.Status.ADMITTED,
+                consented_at=now,
+                screened_at=now,
+                admitted_at=now,
+                country=country,
+            )
+            for country, _ in memberships
+        ),
+        batch_size=2000,
+    )
+    Rater.groups.through.objects.bulk_create(
+        (
+            Rater.groups.through(rater_id=rater.pk, group_id=group_id)
+            for rater, (_, group_ids) in zip(raters, memberships, strict=True)
+            for group_id in group_ids
+        ),
+        batch_size=5000,
+    )
+    return raters
+
+
+def voted_battles_write(
+    tournament: Tournament, plans: list[tuple], *, pair_probability: float, seconds_to_vote: int
+) -> list[Vote]:
+    """Voted battles written straight to the log, with no conversation: one per plan ``(rater, model_a,
+    model_b, {dimension id: outcome})``. The boards and fits read only these rows."""
+    now = timezone.now()
     battles = Battle.objects.bulk_create(
         (
             Battle(
@@ -61,7 +94,7 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
                 rater=rater,
                 model_a=model_a,
                 model_b=model_b,
-                pair_probability=1 / (len(models) * (len(models) - 1)),
+                pair_probability=pair_probability,
                 state=Battle.State.VOTED,
                 ended_at=now,
             )
@@ -69,7 +102,9 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
         ),
         batch_size=2000,
     )
-    votes = Vote.objects.bulk_create((Vote(battle=b, seconds_to_vote=30) for b in battles), batch_size=2000)
+    votes = Vote.objects.bulk_create(
+        (Vote(battle=battle, seconds_to_vote=seconds_to_vote) for battle in battles), batch_size=2000
+    )
     VoteChoice.objects.bulk_create(
         (
             VoteChoice(vote=vote, dimension_id=dimension_id, outcome=outcome)
@@ -78,6 +113,4 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
         ),
         batch_size=5000,
     )
-    ratings_replay(tournament_id=tournament.pk)  # the live ratings, as the ratings worker would have them
-    fits_publish(tournament_id=tournament.pk)
-    return {"raters": raters, "battles": len(battles), "models": len(models), "dimensions": len(dimensions)}
+    return votes

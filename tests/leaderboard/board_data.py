@@ -3,10 +3,9 @@
 
 import random
 
-from django.utils import timezone
-
 from raters.models import Country, Group, Rater, Study
-from tournaments.models import Battle, Tournament, Vote, VoteChoice
+from tournaments.demo_votes import admitted_raters_write, voted_battles_write
+from tournaments.models import Tournament, Vote
 
 
 def raters_in(study: Study, *group_slugs: str, count: int) -> list[Rater]:
@@ -14,23 +13,7 @@ def raters_in(study: Study, *group_slugs: str, count: int) -> list[Rater]:
     groups = list(Group.objects.filter(slug__in=group_slugs).select_related("axis__country"))
     assert len(groups) == len(group_slugs), f"unknown group among {group_slugs}"
     country = groups[0].axis.country if groups else Country.objects.first()
-    now = timezone.now()
-    raters = Rater.objects.bulk_create(
-        Rater(
-            study=study,
-            source=Rater.Source.OPEN,
-            status=Rater.Status.ADMITTED,
-            consented_at=now,
-            screened_at=now,
-            admitted_at=now,
-            country=country,
-        )
-        for _ in range(count)
-    )
-    Rater.groups.through.objects.bulk_create(
-        Rater.groups.through(rater_id=rater.pk, group_id=group.pk) for rater in raters for group in groups
-    )
-    return raters
+    return admitted_raters_write(study, [(country, [group.pk for group in groups])] * count)
 
 
 def votes_cast(
@@ -49,6 +32,7 @@ def votes_cast(
     rng = random.Random(seed)
     models = list(models or tournament.llm_models.order_by("pk"))
     favourite = models[0]
+    chosen = list(tournament.dimensions.filter(slug__in=dimensions))
     plans = []
     for rater in raters:
         for _ in range(per_rater):
@@ -60,23 +44,5 @@ def votes_cast(
                 outcome = "a" if (model_a == favourite) == favourite_won else "b"
             else:
                 outcome = rng.choice("ab")
-            plans.append((rater, model_a, model_b, outcome))
-    battles = Battle.objects.bulk_create(
-        Battle(
-            tournament=tournament,
-            rater=rater,
-            model_a=model_a,
-            model_b=model_b,
-            pair_probability=0.25,
-            state=Battle.State.VOTED,
-        )
-        for rater, model_a, model_b, _ in plans
-    )
-    votes = Vote.objects.bulk_create(Vote(battle=battle, seconds_to_vote=60) for battle in battles)
-    chosen = list(tournament.dimensions.filter(slug__in=dimensions))
-    VoteChoice.objects.bulk_create(
-        VoteChoice(vote=vote, dimension=dimension, outcome=plan[3])
-        for vote, plan in zip(votes, plans, strict=True)
-        for dimension in chosen
-    )
-    return votes
+            plans.append((rater, model_a, model_b, {dimension.pk: outcome for dimension in chosen}))
+    return voted_battles_write(tournament, plans, pair_probability=0.25, seconds_to_vote=60)

@@ -16,7 +16,8 @@ from leaderboard.models import FitPosterior, FitScore, FitSnapshot
 from leaderboard.services import POSTERIORS_KEPT, fits_publish
 from raters.models import Group
 from tests.leaderboard.board_data import raters_in
-from tournaments.models import Battle, LLMModel, Vote, VoteChoice
+from tournaments.demo_votes import voted_battles_write
+from tournaments.models import LLMModel
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +43,7 @@ def battles_voted(tournament, raters_with_groups, *, per_rater: int, seed: int =
     battles, and a battle without it is a coin toss (with some ties)."""
     rng = random.Random(seed)
     models = list(tournament.llm_models.order_by("pk"))
+    dimension_ids = dict(tournament.dimensions.filter(slug__in=DIMENSIONS).values_list("slug", "pk"))
     plans = []
     for rater, groups in raters_with_groups:
         for _ in range(per_rater):
@@ -56,25 +58,8 @@ def battles_voted(tournament, raters_with_groups, *, per_rater: int, seed: int =
                     outcomes[dimension] = "a" if (model_a.slug == liked) == liked_won else "b"
                 else:
                     outcomes[dimension] = rng.choice("ab")
-            plans.append((rater, model_a, model_b, outcomes))
-    battles = Battle.objects.bulk_create(
-        Battle(
-            tournament=tournament,
-            rater=rater,
-            model_a=model_a,
-            model_b=model_b,
-            pair_probability=1 / 3,
-            state=Battle.State.VOTED,
-        )
-        for rater, model_a, model_b, _ in plans
-    )
-    votes = Vote.objects.bulk_create(Vote(battle=battle, seconds_to_vote=60) for battle in battles)
-    dimensions = {d.slug: d for d in tournament.dimensions.filter(slug__in=DIMENSIONS)}
-    VoteChoice.objects.bulk_create(
-        VoteChoice(vote=vote, dimension=dimensions[slug], outcome=outcome)
-        for vote, plan in zip(votes, plans, strict=True)
-        for slug, outcome in plan[3].items()
-    )
+            plans.append((rater, model_a, model_b, {dimension_ids[d]: o for d, o in outcomes.items()}))
+    voted_battles_write(tournament, plans, pair_probability=1 / 3, seconds_to_vote=60)
 
 
 def sample_fitted(study, tournament, *, raters_per_cell: int = 2, per_rater: int = 10):
@@ -357,13 +342,6 @@ def test_the_page_swaps_only_the_results_for_htmx(client, fitted):
 def test_bad_input_still_renders_the_page_with_a_clear_message(client, fitted):
     response = client.get(URL, {"tournament": "nope", "w-overall": "-3", "age": "us-age-99", "country": "ZZ"})
     html = response.content.decode()
-def test_the_page_says_weighted_dimensions_are_combined_as_independent(client, fitted):
-    combined = client.get(URL, {"w-overall": "4", "w-communication": "6"}).content.decode()
-    assert "treats their\n  uncertainties as independent" in combined
-    single = client.get(URL, {"w-overall": "10", "w-communication": "0", "w-core-task": "0"}).content.decode()
-    assert "uncertainties as independent" not in single
-
-
     assert response.status_code == 200
     assert "There is no tournament called &#x27;nope&#x27;; showing the newest instead." in html
     assert "must be a number from 0 to 10, not &#x27;-3&#x27;" in html
@@ -377,6 +355,13 @@ def test_the_page_without_a_profile_says_it_is_not_the_pooled_board(client, fitt
     html = client.get(URL).content.decode()
     assert "No profile given." in html
     assert "not the\n  post-stratified pooled board" in html
+
+
+def test_the_page_says_weighted_dimensions_are_combined_as_independent(client, fitted):
+    combined = client.get(URL, {"w-overall": "4", "w-communication": "6"}).content.decode()
+    assert "treats their\n  uncertainties as independent" in combined
+    single = client.get(URL, {"w-overall": "10", "w-communication": "0", "w-core-task": "0"}).content.decode()
+    assert "uncertainties as independent" not in single
 
 
 def test_the_page_stores_nothing_about_the_visitor(client, fitted):

@@ -18,10 +18,13 @@ for a model naming itself, rater not excluded by quality control) are exported. 
   `timings`, `pair_probability` (how likely the matchmaker was to draw this pair) and `rater`
   (pseudonym and the rater's publishable groups only).
 
-Pseudonyms are keyed digests (Django's `salted_hmac`, under the site's secret key) of the rater within
-the tournament and of the battle: stable from one export of a tournament to the next, so re-importing
-a newer export adds only the new battles, and never equal to a panel id, a rater's or a battle's id, or
-a pseudonym of the same rater in another tournament.
+Pseudonyms are keyed digests (Django's `salted_hmac`) of the rater within the tournament and of the
+battle: stable from one export of a tournament to the next, so re-importing a newer export adds only the
+new battles, and never equal to a panel id, a rater's or a battle's id, or a pseudonym of the same rater
+in another tournament. Their key is PANEL_ID_HMAC_KEY, which must never change anyway (the panel ids'
+hashes depend on it), not the secret key, which an operator rotates after a leak: a rotation must not
+make every exported battle look new to someone who re-imports it. A salt of their own per purpose keeps
+the digests unrelated to the panel ids'.
 """
 
 import csv
@@ -30,6 +33,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
+from django.conf import settings
 from django.utils.crypto import salted_hmac
 
 from leaderboard.boards import Board, board_get, publishable_group_ids, snapshots_latest
@@ -223,13 +227,15 @@ class _ExportContext:
         return groups
 
     def rater_pseudonym(self, rater_id: int) -> str:
-        digest = salted_hmac("populus.exports.rater", f"{self.tournament.pk}:{rater_id}", algorithm="sha256")
-        return "r-" + digest.hexdigest()[:20]
+        return "r-" + _keyed_digest("populus.exports.rater", f"{self.tournament.pk}:{rater_id}")
 
 
 def battle_pseudonym(battle: Battle) -> str:
-    digest = salted_hmac("populus.exports.battle", str(battle.public_id), algorithm="sha256")
-    return "b-" + digest.hexdigest()[:20]
+    return "b-" + _keyed_digest("populus.exports.battle", str(battle.public_id))
+
+
+def _keyed_digest(salt: str, value: str) -> str:
+    return salted_hmac(salt, value, secret=settings.PANEL_ID_HMAC_KEY, algorithm="sha256").hexdigest()[:20]
 
 
 def _model(model) -> dict:

@@ -168,6 +168,20 @@ def test_it_publishes_only_pseudonyms_and_publishable_groups(client, rated, stud
     assert set(lines[0]) >= {"question_id", "battle", "tournament", "populus"}
 
 
+def test_pseudonyms_survive_a_rotation_of_the_secret_key(client, rated, settings):
+    def pseudonyms():
+        return [(line["judge"], line["question_id"]) for line in exported_lines(client)]
+
+    before = pseudonyms()
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "rotated-" + "x" * 50, [settings.SECRET_KEY]
+    assert pseudonyms() == before
+    settings.PANEL_ID_HMAC_KEY = "another-panel-key"
+    assert all(
+        judge != old_judge and question != old_question
+        for (judge, question), (old_judge, old_question) in zip(pseudonyms(), before, strict=True)
+    )
+
+
 def test_it_streams_battles_a_chunk_at_a_time(client, rated, tournament):
     response = client.get("/api/v1/tournaments/pilot/battles.jsonl")
     assert response.streaming and response["Content-Type"].startswith("application/x-ndjson")

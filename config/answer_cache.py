@@ -7,16 +7,34 @@ does: callers pass a value that changes whenever the data behind the answer can 
 CACHE_SECONDS bounds how long a change no version tracks takes to show (a model renamed in the admin).
 
 An answer is a tuple whose second item is the body (bytes), e.g. (etag, body, content type).
+
+Misses are built by one request at a time (`answer_get_or_build`): when a fit lands, every page and API
+answer misses at once, and without this each visitor arriving in the same second would render its own
+copy of the same page, all competing for the same cores.
 """
 
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache import cache
 
 CACHE_SECONDS = 60
+# The build lock outlives any build (a page renders in well under a second); a builder that died holding
+# it delays the others by BUILD_WAIT_SECONDS at most, after which they build for themselves.
+BUILD_LOCK_SECONDS = 30
+BUILD_WAIT_SECONDS = 10
+BUILD_POLL_SECONDS = 0.05
+
+
+class Uncacheable:
+    """What a build returns, wrapped, for an answer that must not be stored (e.g. one counting live
+    votes that no version tracks)."""
+
+    def __init__(self, data: Any):
+        self.data = data
 
 
 class ProcessAnswers:
@@ -72,3 +90,40 @@ def answer_get(key: str, version: Any) -> tuple | None:
 def answer_put(key: str, version: Any, answer: tuple) -> None:
     cache.set(key, (version, *answer), CACHE_SECONDS)
     process_answers.put(key, version, answer)
+
+
+def answer_get_or_build(key: str, version: Any, build: Callable[[], Any]) -> Any:
+    """The cached answer for this version, else the one `build()` returns (stored unless it is
+    `Uncacheable`).
+
+    One request builds a missing answer at a time, across every process: the rest get the answer of the
+    version before while the shared cache still holds it (a page one render out of date, as a visitor a
+    moment earlier saw it), or else wait for the builder's. If the builder's answer cannot be stored, or
+    its build fails, or it takes longer than BUILD_WAIT_SECONDS, each waiter builds its own.
+    """
+    answer = answer_get(key, version)
+    if answer is not None:
+        return answer
+    lock = f"{key}:building"
+    if cache.add(lock, 1, timeout=BUILD_LOCK_SECONDS):
+        try:
+            return _built(key, version, build)
+        finally:
+            cache.delete(lock)
+    stored = cache.get(key)
+    if stored is not None:
+        return tuple(stored[1:])  # another version's answer: the one being built replaces it
+    deadline = time.monotonic() + BUILD_WAIT_SECONDS
+    while time.monotonic() < deadline and cache.get(lock) is not None:
+        time.sleep(BUILD_POLL_SECONDS)
+        answer = answer_get(key, version)
+        if answer is not None:
+            return answer
+    return answer_get(key, version) or _built(key, version, build)
+
+
+def _built(key: str, version: Any, build: Callable[[], Any]) -> Any:
+    built = build()
+    if not isinstance(built, Uncacheable):
+        answer_put(key, version, built)
+    return built

@@ -31,7 +31,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import set_rollback
 
-from config.answer_cache import CACHE_SECONDS, answer_get, answer_put
+from config.answer_cache import CACHE_SECONDS, Uncacheable, answer_get_or_build
 from config.errors import (
     ApplicationError,
     Conflict,
@@ -349,14 +349,6 @@ def json_bytes(data: Any) -> bytes:
     return JSONRenderer().render(data)
 
 
-class Uncacheable:
-    """What `build` returns, wrapped, for an answer that must not be stored (e.g. one counting live
-    votes that no version tracks)."""
-
-    def __init__(self, data: Any):
-        self.data = data
-
-
 def conditional_response(
     request,
     build: Callable[[], Any],
@@ -373,19 +365,25 @@ def conditional_response(
     to read, e.g. `boards_site_version()`), the rendered answer is cached under the request (scheme,
     host, path and query) and served while the version stands: first from this process's copy
     (no round trip), else from the shared cache (`config.answer_cache`); a cached answer costs no database
-    query. `build` runs only on a miss; it validates and resolves the request, so a bad request is never
-    stored, and it may return `Uncacheable(data)`.
+    query, and a miss is built once however many ask for it at the same time. `build` runs only on a
+    miss; it validates and resolves the request, so a bad request is never stored, and it may return
+    `Uncacheable(data)`.
     """
-    key = _cache_key(request) if version is not None else None
-    answer = answer_get(key, version) if key else None
-    if answer is None:
+
+    def answer_build():
         _throttle(request)
         data = build()
-        cacheable = not isinstance(data, Uncacheable)
-        body = render(data if cacheable else data.data)
+        uncacheable = isinstance(data, Uncacheable)
+        body = render(data.data if uncacheable else data)
         answer = (_etag(body), body, content_type)
-        if key and cacheable:
-            answer_put(key, version, answer)
+        return Uncacheable(answer) if uncacheable else answer
+
+    if version is None:
+        answer = answer_build()
+    else:
+        answer = answer_get_or_build(_cache_key(request), version, answer_build)
+    if isinstance(answer, Uncacheable):
+        answer = answer.data
     etag, body, content_type = answer
     headers = {"ETag": etag, "Cache-Control": f"public, max-age={max_age}"}
     if _client_has(request, etag):

@@ -13,6 +13,11 @@ What runs:
   all three, in a rotating order; figures are medians over the rounds, so a burst of load from elsewhere
   on a shared machine skews one round, not the result.
 
+Then the moment a fit lands: the boards' version is bumped (`board_cache_bump`, as a fit does), and once
+every server process has seen it, a burst of as many simultaneous requests as the server has threads
+asks for the leaderboard page. Its slowest answer is set against one lone request after another bump,
+which is one render: the page is rendered once however many ask (config.answer_cache).
+
 Every address is checked to answer 200 with a real board before it is measured, and any non-2xx answer
 or socket error under load fails the benchmark: an error page is never what gets timed.
 """
@@ -30,6 +35,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -44,8 +50,26 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 WORKERS, THREADS = 3, 4
 TARGETS = {"trivial": "/bench/trivial", "leaderboard": "/leaderboard/", "api": "/api/v1/boards/"}
 # Short slices, many rounds: load from elsewhere on a shared machine then falls on every address alike.
-FULL = {"raters": 1000, "votes_per_rater": 10, "rounds": 9, "seconds": 5, "connections": 16, "wrk_threads": 2}
-QUICK = {"raters": 120, "votes_per_rater": 4, "rounds": 2, "seconds": 2, "connections": 8, "wrk_threads": 1}
+FULL = {
+    "raters": 1000,
+    "votes_per_rater": 10,
+    "rounds": 9,
+    "seconds": 5,
+    "connections": 16,
+    "wrk_threads": 2,
+    "fit_rounds": 7,
+}
+QUICK = {
+    "raters": 120,
+    "votes_per_rater": 4,
+    "rounds": 2,
+    "seconds": 2,
+    "connections": 8,
+    "wrk_threads": 1,
+    "fit_rounds": 1,
+}
+# A process sees a new boards version within this long (leaderboard.boards.SITE_VERSION_RECHECK_SECONDS).
+VERSION_SEEN_SECONDS = 1.5
 GOALS = {"leaderboard_ratio": 0.8, "p95_ratio": 2.0}
 
 # wrk prints p50/75/90/99 only; this reports the p95 too, as one line of JSON.
@@ -84,7 +108,8 @@ def run(*, quick: bool) -> dict:
             for path in paths.values():  # warm the caches and the workers' connections
                 load.measure(path, seconds=1)
             rounds = [_round(load, paths, index) for index in range(sizes["rounds"])]
-    return _summary(rounds, sizes=sizes, data=data, wrk=wrk)
+            fits = [_fit_round(env, base_url) for _ in range(sizes["fit_rounds"])]
+    return _summary(rounds, fits, sizes=sizes, data=data, wrk=wrk)
 
 
 # --- The scratch database, cache and server -----------------------------------------------------------
@@ -287,7 +312,33 @@ def _round(load: _Load, paths: dict[str, str], index: int) -> dict:
     return {name: load.measure(paths[name], seconds=load.sizes["seconds"]) for name in order}
 
 
-def _summary(rounds: list[dict], *, sizes: dict, data: dict, wrk: str) -> dict:
+def _fit_round(env: dict, base_url: str) -> dict:
+    """One lone request after a fit, then a burst of simultaneous ones after the next."""
+    url = base_url + TARGETS["leaderboard"]
+    _fit_lands(env)
+    lone_ms = _timed_get(url)
+    _fit_lands(env)
+    with ThreadPoolExecutor(WORKERS * THREADS) as pool:
+        burst_ms = sorted(pool.map(lambda _: _timed_get(url), range(WORKERS * THREADS)))
+    return {"lone_ms": lone_ms, "burst_max_ms": burst_ms[-1], "burst_median_ms": statistics.median(burst_ms)}
+
+
+def _fit_lands(env: dict) -> None:
+    call = "from leaderboard.boards import board_cache_bump; from tournaments.models import Tournament; "
+    call += "[board_cache_bump(tournament_id=pk) for pk in Tournament.objects.values_list('pk', flat=True)]"
+    _manage(env, "shell", "-c", call)
+    time.sleep(VERSION_SEEN_SECONDS)
+
+
+def _timed_get(url: str) -> float:
+    started = time.perf_counter()
+    status, _ = _get(url)
+    if status != 200:
+        raise BenchError(f"{url} answered {status} after a fit.")
+    return (time.perf_counter() - started) * 1000
+
+
+def _summary(rounds: list[dict], fits: list[dict], *, sizes: dict, data: dict, wrk: str) -> dict:
     medians = {
         name: {
             figure: statistics.median(r[name][figure] for r in rounds)
@@ -313,6 +364,12 @@ def _summary(rounds: list[dict], *, sizes: dict, data: dict, wrk: str) -> dict:
         "leaderboard_rps": medians["leaderboard"]["rps"],
         "api_rps": medians["api"]["rps"],
         "trivial_rps": trivial["rps"],
+        # After a fit: the slowest of a burst of simultaneous first visitors against one lone render.
+        "fit_burst_max_ms": statistics.median(f["burst_max_ms"] for f in fits),
+        "fit_burst_median_ms": statistics.median(f["burst_median_ms"] for f in fits),
+        "fit_lone_render_ms": statistics.median(f["lone_ms"] for f in fits),
+        "fit_burst_ratio": statistics.median(f["burst_max_ms"] / f["lone_ms"] for f in fits),
+        "fits": fits,
         "round_ratios": round_ratios,
         # The same figures as the median of each round's own ratio: a second view of the noise.
         "leaderboard_ratio_of_rounds": statistics.median(r["leaderboard"] for r in round_ratios),
@@ -327,6 +384,7 @@ def _summary(rounds: list[dict], *, sizes: dict, data: dict, wrk: str) -> dict:
             "cache": "Redis, under a key prefix of the run's own",
             "load": f"{_wrk_version(wrk)}: {sizes['wrk_threads']} thread(s), {sizes['connections']} "
             f"connections, {sizes['seconds']} s per address per round, {sizes['rounds']} rounds, rotating",
+            "fit_bursts": f"{sizes['fit_rounds']} round(s) of {WORKERS * THREADS} simultaneous requests",
             "paths": TARGETS,
             "cpus": os.cpu_count(),
             "data": data,

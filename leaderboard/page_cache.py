@@ -3,8 +3,8 @@
 The bodies live in `config.answer_cache` (this process's memory, then the shared cache) under the
 boards' site version (`boards_site_version`, which each process re-reads from Redis once a second), so a
 cached page costs no round trip at all, and a fit landing (`board_cache_bump`) replaces every page within
-a second. Anything else that changes a page (a model joins or leaves a tournament) shows within
-`answer_cache.CACHE_SECONDS`.
+a second, each rendered once while the visitors who ask for it meanwhile get the page before. Anything
+else that changes a page (a model joins or leaves a tournament) shows within `answer_cache.CACHE_SECONDS`.
 
 Pages cached this way must not depend on the visitor: they carry no CSRF token and no session.
 """
@@ -16,7 +16,7 @@ from django.http import HttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import quote_etag
 
-from config.answer_cache import answer_get, answer_put
+from config.answer_cache import Uncacheable, answer_get_or_build
 from leaderboard.boards import boards_site_version
 
 # The only query parameters a page depends on; anything else a visitor adds makes no new cache entry.
@@ -31,15 +31,17 @@ def cached_page(view):
     def wrapper(request, **kwargs):
         fragment = bool(request.htmx) and not request.htmx.history_restore_request
         key = _page_key(view.__name__, request, fragment, kwargs)
-        version = boards_site_version()
-        answer = answer_get(key, version)
-        if answer is None:
+
+        def page_build():
             response = view(request, fragment=fragment, **kwargs)
             if response.status_code != 200:
-                return response
+                return Uncacheable(response)
             body = response.content
-            answer = (quote_etag(hashlib.sha256(body).hexdigest()[:32]), body, response["Content-Type"])
-            answer_put(key, version, answer)
+            return (quote_etag(hashlib.sha256(body).hexdigest()[:32]), body, response["Content-Type"])
+
+        answer = answer_get_or_build(key, boards_site_version(), page_build)
+        if isinstance(answer, Uncacheable):
+            return answer.data
         etag, body, content_type = answer
         response = HttpResponse(body, content_type=content_type, headers={"ETag": etag})
         patch_vary_headers(response, ["HX-Request"])

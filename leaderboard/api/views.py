@@ -17,11 +17,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.views import APIView
 
+from config.answer_cache import Uncacheable
 from config.api import (
     ApiPagination,
     ExportThrottle,
     PublicReadMixin,
-    Uncacheable,
     conditional_response,
 )
 from config.errors import NotFound

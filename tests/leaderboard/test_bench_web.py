@@ -28,6 +28,9 @@ def test_the_quick_benchmark_measures_page_api_and_trivial_view_on_one_server():
         assert all(figures["requests"] > 0 for figures in measured.values())
     assert result["leaderboard_ratio"] == pytest.approx(result["leaderboard_rps"] / result["trivial_rps"])
     assert result["leaderboard_vs_page_sized_trivial"] > 0
+    assert len(result["fits"]) == bench_web.QUICK["fit_rounds"]
+    assert result["fit_burst_max_ms"] >= result["fit_burst_median_ms"] > 0
+    assert result["fit_lone_render_ms"] > 0
     assert (
         result["setup"]["data"]["battles"] == bench_web.QUICK["raters"] * bench_web.QUICK["votes_per_rater"]
     )

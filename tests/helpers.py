@@ -2,6 +2,7 @@
 rater would (real questions that stay on one task, time taken to read), so quality control stays quiet
 unless a test means to trigger it."""
 
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -92,3 +93,11 @@ def voted_battle(rater, outcome: str = "a", **overrides: str) -> tuple[Battle, V
     battle = battle_start(rater=rater)
     chat_turns(battle, 3)
     return battle, vote_submit(battle=battle, choices=verdict(battle, outcome, **overrides))
+
+
+def slow_quota_statements(execute, sql, params, many, context):
+    """Widen the gap between statements on quota rows, so that a check-then-write admission would
+    interleave with others and overfill; a correct one holds whatever the timing."""
+    if '"raters_quota"' in sql:
+        time.sleep(0.01)
+    return execute(sql, params, many, context)

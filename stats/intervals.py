@@ -15,4 +15,7 @@ def wilson_interval(successes: int, trials: int, *, z: float = 1.959964) -> tupl
     denominator = 1 + z * z / trials
     centre = (share + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At 0 (or n) of n the bound is exactly 0 (or 1); rounding would leave a speck like 1e-19.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= trials else min(1.0, centre + half)
+    return (low, high)

@@ -76,10 +76,10 @@ def build_cases(*, limit: int | None = None, half: str = "test") -> dict[str, li
     openers = [
         (cid, turns[0][1])
         for cid, turns in conversations
-        if turns[0][0] == "human" and 0 < len(turns[0][1].strip()) and len(turns[0][1]) <= MAX_MESSAGE_CHARS
+        if turns[0][0] == "human" and len(turns[0][1].strip()) > 0 and len(turns[0][1]) <= MAX_MESSAGE_CHARS
     ]
     foreign = [(cid, text) for cid, text in openers if not _is_english(text)]
-    rng = random.Random(SEED)
+    rng = random.Random(SEED)  # noqa: S311 - a reproducible sample, not a secret
     legit, off_task = [], []
     for cid, turns in conversations:
         if _half(cid) != half:

@@ -17,7 +17,7 @@ from raters.models import (
     Strike,
     Study,
 )
-from raters.services import api_client_revoke, api_token_new, rater_erase
+from raters.services import api_client_revoke, api_token_new, rater_erase, strike_lift
 
 
 class AxisInline(admin.TabularInline):
@@ -126,9 +126,20 @@ class StrikeAdmin(admin.ModelAdmin):
     list_display = ["rater", "rule", "reason", "created_at", "lifted_at"]
     list_filter = ["rule", "rater__study"]
     readonly_fields = ["rater", "rule", "reason", "message", "battle", "vote", "created_at"]
+    actions = ["lift"]
 
     def has_add_permission(self, request):
-        return False  # strikes come from the rules; lifting is on the study's quality page, with a reason
+        return False  # strikes come from the rules
+
+    @admin.action(description="Lift the selected strikes (the raters' standing and ratings are recomputed)")
+    def lift(self, request, queryset):
+        staff = request.user.get_username()
+        # The study's quality page asks for a reason; here one step lifts many, so the reason says where.
+        lifted = [
+            strike_lift(strike=strike, staff=staff, reason="Lifted from the admin's strike list.")
+            for strike in queryset.filter(lifted_at__isnull=True)
+        ]
+        self.message_user(request, f"Lifted {len(lifted)} strike(s).", messages.SUCCESS)
 
 
 @admin.register(RuleOutcome)

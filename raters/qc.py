@@ -1,8 +1,9 @@
 """Quality-control rules: messages that are too short, copied, mashed or off the task, and careless votes.
 
 Plain Python without Django (the standard library, plus numpy and a packaged sentence encoder for the
-topic judge), so the rules can be tested, tuned and replayed over labelled conversations without a database. Each check returns a RuleResult whose score is the quantity compared with its threshold,
-so admins can see how close a rater came and tune DEFAULT_PARAMS. Every rule leans towards passing: a strike
+topic judge), so the rules can be tested, tuned and replayed over labelled conversations without a
+database. Each check returns a RuleResult whose score is the quantity compared with its threshold, so
+admins can see how close a rater came and tune DEFAULT_PARAMS. Every rule leans towards passing: a strike
 must never hit a short but real question, a follow-up that moves to another aspect of the same task, or a
 message in another language or script. consensus_outliers is a batch check over many votes, meant to put
 raters in front of a person rather than to strike them automatically.
@@ -80,6 +81,7 @@ class RuleResult:
     failed: bool
     score: float  # the measured quantity compared with the threshold, so admins can tune thresholds
     reason: str  # shown to the rater after "Warning N of 3: "; "" when passed
+    doubtful: bool = False  # passed, but close enough to failing that staff should look (topic nudges)
 
 
 def _params(rule: str, params: Mapping[str, float] | None) -> dict[str, float]:
@@ -146,11 +148,26 @@ def _is_question(text: str) -> bool:
 
 
 # One-word requests to carry on with the reply, which a long or cut-off answer invites ("continue", "more").
-_CARRY_ON = frozenset(
-    "continue more next go keep proceed elaborate expand continua continúa continuar sigue seguir continuez "
-    "suite weiter weitermachen mehr verder doorgaan prosegui avanti 继续 繼續 続けて 続き 계속 продолжай "
-    "дальше".split()
+_CARRY_ON_TEXT = """
+    continue more next go keep proceed elaborate expand continua continúa continuar sigue seguir continuez
+    suite weiter weitermachen mehr verder doorgaan prosegui avanti 继续 繼續 続けて 続き 계속 продолжай дальше
+"""
+_CARRY_ON = frozenset(_CARRY_ON_TEXT.split())
+
+
+# Greetings and thanks answer no question, whatever the models asked.
+_NOT_AN_ANSWER = frozenset(
+    "hi hello hey hiya yo hola salut hallo ciao ola olá thanks thank thx ty merci danke gracias grazie "
+    "obrigado obrigada bye".split()
 )
+
+
+def _answers(text: str, context: Sequence[str]) -> bool:
+    """Whether a short message is a real turn here: an answer to the models' question, or "continue"."""
+    words = re.findall(r"[^\W\d_]+", text.casefold())
+    if not context or not words or words[0] in _NOT_AN_ANSWER:
+        return False
+    return _carries_on(text) or _models_asked(context)
 
 
 def _carries_on(text: str) -> bool:
@@ -181,13 +198,12 @@ def check_too_short(
     p = _params("too_short", params)
     text = unicodedata.normalize("NFKC", message)  # the fullwidth question mark becomes "?"
     words = _word_count(text)
-    if _size(text) < p["min_chars"] and not (_size(text) >= 1 and _models_asked(context)):
+    if _size(text) < p["min_chars"] and not _answers(text, context):
         reason = (
             "please write out a real question or request about your task; this one is too short to answer."
         )
         return _result("too_short", failed=True, score=words, reason=reason)
-    answers = bool(context) and (_models_asked(context) or _carries_on(text))
-    failed = words < p["min_words"] and not _is_question(text) and not answers
+    failed = words < p["min_words"] and not _is_question(text) and not _answers(text, context)
     reason = "please ask a real question about your task; a single word gives the models nothing to work on."
     return _result("too_short", failed=failed, score=words, reason=reason)
 

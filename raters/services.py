@@ -559,31 +559,74 @@ def quality_settings() -> dict[str, RuleSetting]:
     return settings_by_rule
 
 
-def message_quality_check(*, rater: Rater, battle: Battle, message: str) -> Strike | None:
-    """Judge a message before it is sent to the models. Returns the strike it earned, if any."""
+TOPIC_NUDGE = (
+    "This looks like a new topic; please keep one task per battle and start new topics in your next battle."
+)
+
+
+@dataclass(frozen=True)
+class MessageJudgement:
+    strike: Strike | None  # the message is not sent
+    nudge: str = ""  # the message is sent; the rater sees this note, which counts for nothing
+
+
+def message_quality_check(*, rater: Rater, battle: Battle, message: str) -> MessageJudgement:
+    """Judge a message before it is sent to the models: a strike stops it; a doubtful topic lets it through
+    with a nudge, and the case is flagged for staff with its score."""
     settings_by_rule = quality_settings()
     earlier = list(Turn.objects.filter(battle__rater=rater).values_list("message", flat=True))
     context = _battle_context(battle)
     checks = {
-        "too_short": lambda params: qc.check_too_short(message, params),
+        "too_short": lambda params: qc.check_too_short(message, params, context=context),
         "copy": lambda params: qc.check_copy(message, earlier, params),
         "gibberish": lambda params: qc.check_gibberish(message, params),
-        "topic_wandering": lambda params: qc.check_topic_wandering(message, context, params),
+        "topic_wandering": lambda params: _topic_result(message, context, params),
     }
     results = [
         (settings_by_rule[rule], checks[rule](settings_by_rule[rule].params))
         for rule in MESSAGE_RULES
         if settings_by_rule[rule].mode != QualityRuleSetting.Mode.OFF
     ]
-    return _record_outcomes(rater=rater, battle=battle, results=results, message=message)
+    strike = _record_outcomes(rater=rater, battle=battle, results=results, message=message)
+    doubtful = any(result.doubtful and not result.failed for _, result in results)
+    return MessageJudgement(strike=strike, nudge=TOPIC_NUDGE if doubtful and strike is None else "")
+
+
+def _topic_result(message: str, context: list[str], params: dict) -> qc.RuleResult:
+    """The embedded topic judge as a rule: "strike" fails, "nudge" passes as doubtful. The score is the
+    message's similarity in meaning to its closest piece of the conversation (1.0 when not judged)."""
+    assessment = qc.topic_assess(message, context, params)
+    failed = assessment.verdict == "strike"
+    if failed:
+        reason = (
+            "this message seems unrelated to the conversation so far; please keep each conversation to one "
+            "task and save new topics for your next battle."
+        )
+    elif assessment.verdict == "nudge":
+        reason = f"Possible new topic, sent with a nudge (similarity {assessment.similarity:.2f}): {message}"
+    else:
+        reason = ""
+    return qc.RuleResult(
+        rule="topic_wandering",
+        failed=failed,
+        score=assessment.similarity,
+        reason=reason,
+        doubtful=assessment.verdict == "nudge",
+    )
 
 
 def _battle_context(battle: Battle) -> list[str]:
-    """What a new message may relate to: the battle's earlier messages and both models' replies."""
-    context = list(battle.turns.order_by("index").values_list("message", flat=True))
-    context += Reply.objects.filter(turn__battle=battle, state=Reply.State.DONE).values_list(
-        "content", flat=True
+    """What a new message may relate to, in conversation order: each earlier message, then both models'
+    replies to it (so the newest replies come last, where check_too_short looks for a question)."""
+    context = []
+    replies = Reply.objects.filter(turn__battle=battle, state=Reply.State.DONE).order_by(
+        "turn__index", "side"
     )
+    by_turn: dict[int, list[str]] = {}
+    for turn_id, content in replies.values_list("turn_id", "content"):
+        by_turn.setdefault(turn_id, []).append(content)
+    for turn_id, text in battle.turns.order_by("index").values_list("pk", "message"):
+        context += [text, *by_turn.get(turn_id, [])]
     return context
 
 
@@ -627,7 +670,9 @@ def _record_outcomes(*, rater, battle, results, message: str = "", vote=None) ->
     with transaction.atomic():
         for setting, result in results:
             action = RuleOutcome.Action.NONE
-            if result.failed and setting.mode == QualityRuleSetting.Mode.FLAG:
+            if (result.failed and setting.mode == QualityRuleSetting.Mode.FLAG) or (
+                result.doubtful and not result.failed
+            ):
                 action = RuleOutcome.Action.FLAGGED
             elif result.failed and strike is None:
                 strike = rater_strike(

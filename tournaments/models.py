@@ -239,6 +239,8 @@ class Turn(models.Model):
     battle = models.ForeignKey(Battle, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveSmallIntegerField()
     message = models.TextField()
+    # A friendly word shown under a message the topic judge doubted; it is sent on and counts for nothing.
+    nudge = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -15,6 +15,7 @@ class TurnView:
     reply_a: str | None
     reply_b: str | None
     failed: bool = False
+    nudge: str = ""
 
     @property
     def waiting(self) -> bool:
@@ -72,7 +73,9 @@ def battle_view(*, battle: Battle) -> BattleView:
     replies = Reply.objects.filter(turn__battle=battle).select_related("turn").order_by("turn__index", "side")
     by_turn: dict[int, dict] = {}
     for reply in replies:
-        entry = by_turn.setdefault(reply.turn.index, {"message": reply.turn.message})
+        entry = by_turn.setdefault(
+            reply.turn.index, {"message": reply.turn.message, "nudge": reply.turn.nudge}
+        )
         entry[reply.side] = reply
     turns = []
     for index, entry in sorted(by_turn.items()):
@@ -85,6 +88,7 @@ def battle_view(*, battle: Battle) -> BattleView:
                 reply_a=entry[Side.A].content if both_done else None,
                 reply_b=entry[Side.B].content if both_done else None,
                 failed=Reply.State.FAILED in states,
+                nudge=entry["nudge"],
             )
         )
     return BattleView(

@@ -127,11 +127,11 @@ def turn_submit(*, battle: Battle, message: str) -> Turn:
             f"Message too long ({len(message):,} characters; the limit is {tournament.max_message_chars:,})."
         )
     _ensure_can_send(battle)  # before judging the message: a message that cannot be sent is not judged
-    _check_message_quality(battle, message)
+    nudge = _check_message_quality(battle, message)
     with transaction.atomic():
         battle = Battle.objects.select_for_update().get(pk=battle.pk)
         turns_done = _ensure_can_send(battle)
-        turn = Turn.objects.create(battle=battle, index=turns_done, message=message)
+        turn = Turn.objects.create(battle=battle, index=turns_done, message=message, nudge=nudge)
         replies = Reply.objects.bulk_create([Reply(turn=turn, side=Side.A), Reply(turn=turn, side=Side.B)])
         for reply in replies:
             generate_reply.delay_on_commit(reply.pk)
@@ -154,12 +154,14 @@ def _ensure_can_send(battle: Battle) -> int:
     return turns_done
 
 
-def _check_message_quality(battle: Battle, message: str) -> None:
+def _check_message_quality(battle: Battle, message: str) -> str:
     """A message that fails a quality rule is not sent: the rater gets a warning, or after the third
-    strike, the end of the session. Its strike is committed before the error is raised."""
-    strike = message_quality_check(rater=battle.rater, battle=battle, message=message)
+    strike, the end of the session. Its strike is committed before the error is raised. A message that
+    passes may carry a nudge for the rater, which is returned."""
+    judgement = message_quality_check(rater=battle.rater, battle=battle, message=message)
+    strike = judgement.strike
     if strike is None:
-        return
+        return judgement.nudge
     if strike.number >= STRIKES_TO_EXCLUDE:
         raise SessionEnded("Your session has ended after three warnings.")
     raise StrikeWarning(

@@ -67,6 +67,7 @@ def test_it_accepts_a_one_word_answer_to_the_models_question():
     assert not qc.check_too_short("Ibuprofen.", context=context).failed
     assert qc.check_too_short("Ibuprofen.").failed
     assert qc.check_too_short(".", context=context).failed  # an empty answer is still no turn
+    assert qc.check_too_short("hi", context=context).failed  # a greeting answers nothing
 
 
 def test_it_ignores_question_marks_inside_code_in_replies():

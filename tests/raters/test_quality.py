@@ -7,13 +7,16 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput, SessionEnded, StrikeWarning
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.services import ratings_apply_pending, ratings_replay
+from raters import qc
 from raters.models import QualityRuleSetting, Rater, RuleOutcome, StaffAction, Strike
 from raters.services import (
+    TOPIC_NUDGE,
     quality_consensus_scan,
     rater_exclude_by_staff,
     rater_strike,
@@ -87,9 +90,7 @@ def test_it_ends_the_session_at_the_third_strike_and_takes_the_votes_out(study, 
         with pytest.raises(StrikeWarning):
             turn_submit(battle=battle, message=message)
     with pytest.raises(SessionEnded):
-        turn_submit(
-            battle=battle, message="Who won the football world cup in 1998 and who scored in the final?"
-        )
+        turn_submit(battle=battle, message="zxcvbn qwerty lkjhgf")
     rater.refresh_from_db()
     assert rater.status == Rater.Status.EXCLUDED
     assert Battle.objects.get(pk=battle.pk).state == Battle.State.VOID
@@ -310,3 +311,61 @@ def test_it_does_not_judge_a_message_that_could_not_be_sent_anyway(rater):
         turn_submit(battle=battle, message="hi")
     assert not Strike.objects.exists()
     assert RuleOutcome.objects.count() == outcomes_before
+
+
+def test_it_sends_a_doubtful_message_with_a_nudge_and_flags_it_for_staff(rater, rater_client, fake_llm):
+    battle = battle_start(rater=rater)
+    chat(battle, "How do I speed up a pandas groupby over 50 million rows?")
+    chat(battle, "What is the capital city of Australia and its population?")
+    turn = Turn.objects.get(battle=battle, index=1)
+    assert turn.nudge == TOPIC_NUDGE
+    assert not Strike.objects.exists()
+    flag = RuleOutcome.objects.get(rule="topic_wandering", action=RuleOutcome.Action.FLAGGED)
+    assert flag.score < qc.DEFAULT_PARAMS["topic_wandering"]["nudge_below"]
+    assert "capital city of Australia" in flag.reason and flag.battle == battle
+    page = rater_client.get(f"/battle/{battle.public_id}/").content.decode()
+    assert 'data-testid="nudge">This looks like a new topic' in page
+    assert Turn.objects.get(battle=battle, index=0).nudge == ""
+
+
+def test_it_strikes_a_new_topic_only_when_meaning_and_words_agree(rater, fake_llm):
+    QualityRuleSetting.objects.create(rule="topic_wandering", params={"strike_below": 0.5})
+    battle = battle_start(rater=rater)
+    chat(battle, "How do I speed up a pandas groupby over 50 million rows?")
+    with pytest.raises(StrikeWarning):
+        turn_submit(battle=battle, message="Write a short poem about autumn leaves falling in a quiet forest")
+    assert Strike.objects.get().rule == "topic_wandering"
+
+
+def test_it_takes_a_one_word_answer_to_the_models_question(rater, fake_llm):
+    battle = battle_start(rater=rater)
+    for model in (battle.model_a, battle.model_b):
+        fake_llm.script(model.api_model, Reply("Happy to help. Which medication do you mean?"))
+    chat(battle, "I need information about a specific medication.")
+    chat(battle, "Ibuprofen.")
+    assert not Strike.objects.exists()
+
+
+def test_staff_lift_a_strike_from_the_admin_in_one_step(study, rater, client):
+    voted_battle(rater, "a")
+    ratings_apply_pending()
+    for reason in ("one.", "two.", "three."):
+        rater_strike(rater=rater, rule="too_short", reason=reason)
+    rater.refresh_from_db()
+    assert rater.status == Rater.Status.EXCLUDED
+    ratings_replay(tournament_id=study.tournament_id)
+    assert AppliedVote.objects.get(vote__battle__rater=rater).counted is False
+    admin = get_user_model().objects.create_superuser("ana", password="x")
+    client.force_login(admin)
+    last = Strike.objects.order_by("-pk").first()
+    response = client.post(
+        reverse("admin:raters_strike_changelist"),
+        {"action": "lift", "_selected_action": [last.pk]},
+        follow=True,
+    )
+    assert "Lifted 1 strike(s)." in response.content.decode()
+    rater.refresh_from_db()
+    assert rater.status == Rater.Status.ADMITTED
+    assert StaffAction.objects.get().strike == last
+    ratings_replay(tournament_id=study.tournament_id)  # the task the lift enqueues
+    assert AppliedVote.objects.get(vote__battle__rater=rater).counted is True

@@ -100,6 +100,9 @@ class BattleDimensionSerializer(serializers.Serializer):
 class BattleTurnSerializer(serializers.Serializer):
     index = serializers.IntegerField(help_text="0 for the first message.")
     message = serializers.CharField()
+    nudge = serializers.CharField(
+        help_text="A friendly note on this message (e.g. it looks like a new topic); it counts for nothing."
+    )
     state = serializers.SerializerMethodField()
     # Both replies appear together once both are done, so reply speed cannot hint at which model is which.
     reply_a = serializers.CharField(allow_null=True)

@@ -18,6 +18,7 @@ from leaderboard.selectors import (
     model_page,
     tournament_choices,
 )
+from raters.selectors import qc_error_rates
 
 
 @require_safe
@@ -70,6 +71,7 @@ def methodology(request, *, fragment: bool):
         tournament_slug=request.GET.get("tournament"), dimension_slug=None, group_slug=None
     )
     context = {
+        "qc_rates": qc_error_rates(),
         "figures": methodology_figures(tournament=resolved[0]) if resolved else None,
         "tournaments": tournament_choices(),
     }

@@ -73,6 +73,8 @@ DEFAULT_PARAMS: dict[str, dict[str, float]] = {
 }
 
 CORPUS_PATH = Path(__file__).resolve().parent / "fixtures" / "qc_corpus.json"
+# Each message rule's measured error rates, written by `manage.py bench qc`, shown on the methodology page.
+FIGURES_PATH = Path(__file__).resolve().parent / "fixtures" / "qc_figures.json"
 
 
 @dataclass(frozen=True)
@@ -156,10 +158,11 @@ _CARRY_ON = frozenset(_CARRY_ON_TEXT.split())
 
 
 # Greetings and thanks answer no question, whatever the models asked.
-_NOT_AN_ANSWER = frozenset(
-    "hi hello hey hiya yo hola salut hallo ciao ola olá thanks thank thx ty merci danke gracias grazie "
-    "obrigado obrigada bye".split()
-)
+_NOT_AN_ANSWER_TEXT = """
+    hi hello hey hiya yo hola salut hallo ciao ola olá thanks thank thx ty merci danke gracias grazie obrigado
+    obrigada bye
+"""
+_NOT_AN_ANSWER = frozenset(_NOT_AN_ANSWER_TEXT.split())
 
 
 def _answers(text: str, context: Sequence[str]) -> bool:

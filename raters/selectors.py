@@ -1,9 +1,12 @@
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 from django.db.models import Count, Q
 from django.http import HttpRequest
 
+from raters import qc
 from raters.models import Country, Quota, Rater, RuleOutcome, Study
 
 SESSION_RATER_KEY = "rater_id"
@@ -51,15 +54,16 @@ def rater_outcome(*, rater: Rater) -> Outcome | None:
         return _outcome(
             study,
             "Thank you — you have finished",
-            "You have completed every battle of this session. Your completion code is below.",
+            "You have completed every battle of this session.",
             study.completion_code,
+            code_note="Your completion code is below.",
         )
     if rater.status == Rater.Status.QUOTA_FULL:
         return _outcome(
             study,
             "This study is full for now",
             "Thank you for your time. We already have enough people with answers like yours, so we cannot "
-            "include you in this study. Please return to the panel with the code below.",
+            "include you in this study.",
             study.quota_full_code,
         )
     if rater.status == Rater.Status.EXCLUDED:
@@ -67,23 +71,34 @@ def rater_outcome(*, rater: Rater) -> Outcome | None:
             study,
             "Your session has ended",
             "After three warnings about the quality of messages or votes, this session has ended and its "
-            "votes will not be used. Thank you for your time. Please return to the panel with the code "
-            "below.",
+            "votes will not be used. Thank you for your time.",
             study.screen_out_code,
         )
     if rater.status == Rater.Status.SCREENED_OUT:
         return _outcome(
             study,
             "Thank you",
-            "This study is not looking for more participants like you, so this is the end of it for you. "
-            "Please return to the panel with the code below.",
+            "This study is not looking for more participants like you, so this is the end of it for you.",
             study.screen_out_code,
         )
     return None
 
 
-def _outcome(study: Study, title: str, message: str, code: str) -> Outcome:
+def _outcome(
+    study: Study,
+    title: str,
+    message: str,
+    code: str,
+    *,
+    code_note: str = "Please return to the panel with the code below.",
+) -> Outcome:
+    """The page speaks of a code only when there is one to show (an open study has none), and of the
+    panel only when there is one to go back to."""
     url = study.return_url.replace("{code}", quote(code, safe="")) if study.return_url else ""
+    if code:
+        message = f"{message} {code_note}"
+    elif url:
+        message = f"{message} Please return to the panel."
     return Outcome(title=title, message=message, code=code, return_url=url)
 
 
@@ -129,3 +144,56 @@ def rule_outcome_stats(*, study: Study) -> list[dict]:
         .order_by("rule")
     )
     return list(rows)
+
+
+QC_RULE_LABELS = {
+    "too_short": "Too short",
+    "gibberish": "Random letters",
+    "copy": "Copy of an earlier message",
+    "topic_wandering": "New topic (embedded judge)",
+}
+
+
+@dataclass(frozen=True)
+class QcErrorRate:
+    rule: str
+    label: str
+    legit_n: int
+    struck_pct: float
+    struck_upper_pct: float  # Wilson 95% upper bound
+    nudged_pct: float | None  # only rules that nudge
+    caught_n: int
+    caught_pct: float
+    caught_lower_pct: float  # Wilson 95% lower bound
+    caught_source: str
+
+
+def qc_error_rates(*, path: Path = qc.FIGURES_PATH) -> list[QcErrorRate]:
+    """Each message rule's measured false strikes and catches, as last published by `manage.py bench qc`
+    (a committed JSON file), so raters and data users can see what a strike means. [] if never run."""
+    try:
+        figures = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    rows = []
+    for rule, label in QC_RULE_LABELS.items():
+        measured = figures["rules"].get(rule)
+        if measured is None:
+            continue
+        struck, caught = measured["legit_struck"], measured["bad_caught"]
+        nudged = measured.get("legit_nudged")
+        rows.append(
+            QcErrorRate(
+                rule=rule,
+                label=label,
+                legit_n=struck["n"],
+                struck_pct=100 * struck["share"],
+                struck_upper_pct=100 * struck["wilson95"][1],
+                nudged_pct=100 * nudged["share"] if nudged else None,
+                caught_n=caught["n"],
+                caught_pct=100 * caught["share"],
+                caught_lower_pct=100 * caught["wilson95"][0],
+                caught_source=measured["bad_source"],
+            )
+        )
+    return rows

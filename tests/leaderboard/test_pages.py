@@ -178,3 +178,25 @@ def test_every_chart_has_a_title_a_description_and_a_table(client, fitted):
         assert f'<title id="{chart_id}-title">' in html and f'<desc id="{chart_id}-desc">' in html
     for table in ("board", "pairs-table", "history-table", "group-ranks-table"):
         assert f'data-testid="{table}"' in html
+
+
+def test_the_methodology_page_states_each_rules_measured_error_rates(client):
+    import json
+
+    from raters import qc
+
+    figures = json.loads(qc.FIGURES_PATH.read_text())
+    html = client.get("/leaderboard/methodology/").content.decode()
+    table = html[html.index('data-testid="qc-rates"') :]
+    topic = figures["rules"]["topic_wandering"]
+    assert "New topic (embedded judge)" in table
+    assert f"{100 * topic['legit_nudged']['share']:.1f}%" in table
+    assert f"of {topic['legit_struck']['n']}" in table
+    for rule in ("Too short", "Random letters", "Copy of an earlier message"):
+        assert rule in table
+
+
+def test_the_error_rates_are_left_out_before_the_bench_ran(tmp_path):
+    from raters.selectors import qc_error_rates
+
+    assert qc_error_rates(path=tmp_path / "missing.json") == []

@@ -115,3 +115,25 @@ def test_it_keeps_raters_who_may_not_rate_away_from_battles(panel_study):
     assert client.post("/battle/next/").url == "/rate/next/"
     assert client.get("/battle/next/", HTTP_HX_REQUEST="true").headers["HX-Redirect"] == "/rate/next/"
     assert rater.battles.count() == 0
+
+
+def test_it_speaks_of_no_code_on_an_open_study_without_one(study, groups):
+    from raters.selectors import rater_outcome
+
+    study.completion_code = study.screen_out_code = study.quota_full_code = ""
+    study.return_url = ""
+    study.save()
+    rater = admitted_rater(study)
+    for status in (Rater.Status.COMPLETED, Rater.Status.EXCLUDED, Rater.Status.SCREENED_OUT):
+        rater.status = status
+        outcome = rater_outcome(rater=rater)
+        assert "below" not in outcome.message and "panel" not in outcome.message
+        assert outcome.code == ""
+
+
+def test_it_points_to_the_code_below_when_there_is_one(panel_study):
+    from raters.selectors import rater_outcome
+
+    rater = admitted_rater(panel_study)
+    rater.status = Rater.Status.COMPLETED
+    assert rater_outcome(rater=rater).message.endswith("Your completion code is below.")

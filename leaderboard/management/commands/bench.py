@@ -18,8 +18,8 @@ class Command(BaseCommand):
         "Print benchmark figures. ratings: replay with the closed-form TrueSkill kernel against the "
         "trueskill package, the batch fit at Arena scale, interval coverage. matchmaking: the matchmaker "
         "against uniform random pairing in simulation. web: the leaderboard page and board API under "
-        "concurrent load against a trivial view on the same server. qc: each message rule's false strikes and "
-        "catches on public conversations (ShareGPT), with Wilson intervals and timings."
+        "concurrent load against a trivial view on the same server. qc: each message rule's false strikes "
+        "and catches on public conversations (ShareGPT), with Wilson intervals and timings."
     )
 
     def add_arguments(self, parser):

@@ -9,15 +9,11 @@ from raters.models import (
     Country,
     ErasureRecord,
     Group,
-    QualityRuleSetting,
     Quota,
     Rater,
-    RuleOutcome,
-    StaffAction,
-    Strike,
     Study,
 )
-from raters.services import api_client_revoke, api_token_new, rater_erase, strike_lift
+from raters.services import api_client_revoke, api_token_new, rater_erase
 
 
 class AxisInline(admin.TabularInline):
@@ -107,50 +103,6 @@ class RaterAdmin(admin.ModelAdmin):
 @admin.register(ErasureRecord)
 class ErasureRecordAdmin(admin.ModelAdmin):
     list_display = ["rater_public_id", "study", "erased_by", "votes_removed", "battles_removed", "erased_at"]
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(QualityRuleSetting)
-class QualityRuleSettingAdmin(admin.ModelAdmin):
-    list_display = ["rule", "mode", "params", "judge_model"]
-    list_editable = ["mode"]
-
-
-@admin.register(Strike)
-class StrikeAdmin(admin.ModelAdmin):
-    list_display = ["rater", "rule", "reason", "created_at", "lifted_at"]
-    list_filter = ["rule", "rater__study"]
-    readonly_fields = ["rater", "rule", "reason", "message", "battle", "vote", "created_at"]
-    actions = ["lift"]
-
-    def has_add_permission(self, request):
-        return False  # strikes come from the rules
-
-    @admin.action(description="Lift the selected strikes (the raters' standing and ratings are recomputed)")
-    def lift(self, request, queryset):
-        staff = request.user.get_username()
-        # The study's quality page asks for a reason; here one step lifts many, so the reason says where.
-        lifted = [
-            strike_lift(strike=strike, staff=staff, reason="Lifted from the admin's strike list.")
-            for strike in queryset.filter(lifted_at__isnull=True)
-        ]
-        self.message_user(request, f"Lifted {len(lifted)} strike(s).", messages.SUCCESS)
-
-
-@admin.register(RuleOutcome)
-class RuleOutcomeAdmin(admin.ModelAdmin):
-    list_display = ["rater", "rule", "failed", "score", "action", "created_at"]
-    list_filter = ["rule", "failed", "action"]
-
-
-@admin.register(StaffAction)
-class StaffActionAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "staff", "kind", "rater_public_id", "reason"]
 
     def has_change_permission(self, request, obj=None):
         return False

@@ -623,13 +623,15 @@ def _encoder():
 def _embed(texts: Sequence[str]):
     import numpy as np
 
-    missing = [text for text in dict.fromkeys(texts) if text not in _EMBEDDINGS]
+    # Held here, not looked up again in the cache, which may be emptied to make room for the new ones.
+    found = {text: _EMBEDDINGS[text] for text in texts if text in _EMBEDDINGS}
+    missing = [text for text in dict.fromkeys(texts) if text not in found]
     if missing:
         if len(_EMBEDDINGS) + len(missing) > _EMBEDDING_CACHE_SIZE:
             _EMBEDDINGS.clear()
         for text, vector in zip(missing, _encoder().encode(missing), strict=True):
-            _EMBEDDINGS[text] = vector
-    return np.stack([_EMBEDDINGS[text] for text in texts])
+            _EMBEDDINGS[text] = found[text] = vector
+    return np.stack([found[text] for text in texts])
 
 
 def embedding_cache_clear() -> None:

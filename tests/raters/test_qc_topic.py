@@ -86,3 +86,14 @@ def test_it_gives_the_wilson_interval():
     assert high == pytest.approx(0.7634, abs=1e-4)
     assert wilson_interval(0, 2000)[0] == 0.0
     assert wilson_interval(0, 2000)[1] == pytest.approx(0.00192, abs=1e-5)
+
+
+def test_it_judges_the_same_when_the_embedding_cache_is_full(monkeypatch):
+    expected = qc.topic_assess("Could DuckDB handle the query directly on parquet files?", PANDAS)
+    qc.embedding_cache_clear()
+    # A cache smaller than one check must be emptied mid-check; the judgement may not change.
+    monkeypatch.setattr(qc, "_EMBEDDING_CACHE_SIZE", 2)
+    qc.topic_assess("Could DuckDB handle the query directly on parquet files?", PANDAS[:2])
+    again = qc.topic_assess("Could DuckDB handle the query directly on parquet files?", PANDAS)
+    assert again.verdict == expected.verdict
+    assert again.similarity == pytest.approx(expected.similarity, abs=1e-5)  # batches round differently

@@ -17,11 +17,20 @@ def rater_from_session(request: HttpRequest) -> Rater | None:
     return Rater.objects.select_related("study__tournament").filter(public_id=public_id).first()
 
 
-def rater_for_participant(*, study_id: int, participant_hash: str | None) -> Rater | None:
-    """The rater a panel participant already has in this study (open-link raters have no participant)."""
+def rater_for_participant(
+    *, study_id: int, participant_hash: str | None, legacy_hash: str | None = None
+) -> Rater | None:
+    """The rater a panel participant already has in this study (open-link raters have no participant):
+    the one under the hash of their normalised id, else one recorded before normalisation under the hash
+    of the id as their link spells it (`legacy_hash`; see raters.panel.ParticipantKeys)."""
     if participant_hash is None:
         return None
-    return Rater.objects.filter(study_id=study_id, participant_hash=participant_hash).first()
+    for key in (participant_hash, legacy_hash):
+        if key is not None:
+            rater = Rater.objects.filter(study_id=study_id, participant_hash=key).first()
+            if rater is not None:
+                return rater
+    return None
 
 
 def study_open_for_anyone() -> Study | None:

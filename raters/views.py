@@ -43,7 +43,11 @@ def study_entry(request, study_slug: str):
         return render(
             request, "error.html", {"title": "This link is not valid", "message": str(exc)}, status=400
         )
-    returning = rater_for_participant(study_id=study.pk, participant_hash=entry.participant_hash)
+    returning = rater_for_participant(
+        study_id=study.pk,
+        participant_hash=entry.participant_hash,
+        legacy_hash=entry.legacy_participant_hash,
+    )
     if returning:
         # Returning participants resume, or see their code again, even after the study closes.
         _start_session(request, rater=returning)

@@ -5,6 +5,7 @@ from django.utils.html import format_html
 
 from raters.models import (
     ApiClient,
+    AuditEntry,
     Axis,
     Country,
     ErasureRecord,
@@ -135,6 +136,23 @@ class StrikeAdmin(admin.ModelAdmin):
 class RuleOutcomeAdmin(admin.ModelAdmin):
     list_display = ["rater", "rule", "failed", "score", "action", "created_at"]
     list_filter = ["rule", "failed", "action"]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """Read-only: an audit trail nobody can edit or delete from the site."""
+
+    list_display = ["created_at", "actor", "action", "target", "before", "after"]
+    list_filter = ["action", "actor"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(StaffAction)

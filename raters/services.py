@@ -95,6 +95,9 @@ def rater_create(*, entry: PendingEntry, api_client: ApiClient | None = None) ->
         legacy_hash=entry.legacy_participant_hash,
     )
     if existing:
+        if api_client is None and existing.api_client_id is not None:
+            # Entered by an API client meanwhile: only that client acts for them (README, rater API).
+            raise Conflict("You take part in this study through another app or site. Please continue there.")
         return existing
     rater_audience_check(
         study=Study.objects.select_related("tournament").get(pk=entry.study_id), api_client=api_client

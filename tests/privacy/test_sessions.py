@@ -117,6 +117,16 @@ def test_the_same_participants_link_does_not_ask(participant):
     assert participant["browser"].get(OWN_LINK).url == "/rate/next/"
 
 
+def test_a_participant_entered_by_an_api_client_while_consenting_is_not_taken_over(study, groups):
+    browser = enter(OWN_LINK)
+    _, api = client_with_token(study)
+    assert api.enter(PID).status_code == 201
+    response = browser.post("/rate/consent/", {"agree": "yes"})
+    assert response.status_code == 409
+    assert SESSION_RATER_KEY not in browser.session
+    assert Rater.objects.count() == 1
+
+
 def test_a_participant_of_an_api_client_cannot_enter_through_the_website(study, groups):
     _, api = client_with_token(study)
     assert api.enter(PID).status_code == 201

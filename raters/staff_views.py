@@ -12,22 +12,16 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput
 from raters.audit import audit_record
-from raters.census import PRESETS
-from raters.models import Quota, Rater, RuleOutcome, StaffAction, Strike, Study
+from raters.models import Quota, Study
 from raters.permissions import (
     EXPORT_STUDY,
     MANAGE_STUDY,
-    MODERATE_RATERS,
     VIEW_STUDY,
     staff_permission_required,
 )
-from raters.selectors import rule_outcome_stats, study_quota_rows, study_rater_counts
-from raters.services import (
-    quota_target_update,
-    quotas_apply_census_preset,
-    rater_exclude_by_staff,
-    strike_lift,
-)
+from raters.selectors import study_quota_rows, study_rater_counts
+from raters.services import quota_target_update, quotas_apply_census_preset
+from stats.census import PRESETS
 
 
 def _int_field(request, name: str, label: str) -> int:
@@ -47,11 +41,6 @@ def _study_target(study: Study) -> str:
 
 def _targets(study: Study) -> dict[str, int]:
     return dict(Quota.objects.filter(study=study).order_by("cell_key").values_list("cell_key", "target"))
-
-
-def _rater_state(rater: Rater) -> dict:
-    rater.refresh_from_db()
-    return {"status": rater.status}
 
 
 @staff_permission_required(VIEW_STUDY)
@@ -144,58 +133,3 @@ def study_apply_preset(request, study_slug: str):
         after={"targets": _targets(study), "preset": request.POST.get("country", "")},
     )
     return redirect("raters:staff_study", study_slug=study_slug)
-
-
-@staff_permission_required(VIEW_STUDY)
-@require_http_methods(["GET"])
-def study_quality(request, study_slug: str):
-    """Strikes and flags to review, with how every rule has been acting."""
-    study = get_object_or_404(Study, slug=study_slug)
-    context = {
-        "study": study,
-        "strikes": Strike.objects.filter(rater__study=study)
-        .select_related("rater")
-        .order_by("-created_at")[:200],
-        "flags": RuleOutcome.objects.filter(rater__study=study, action=RuleOutcome.Action.FLAGGED)
-        .select_related("rater")
-        .order_by("-created_at")[:200],
-        "rule_stats": rule_outcome_stats(study=study),
-        "actions": StaffAction.objects.filter(rater_public_id__in=study.raters.values("public_id")).order_by(
-            "-created_at"
-        )[:50],
-    }
-    return render(request, "raters/staff/study_quality.html", context)
-
-
-@staff_permission_required(MODERATE_RATERS)
-@require_http_methods(["POST"])
-def strike_lift_view(request, study_slug: str, strike_id: int):
-    strike = get_object_or_404(Strike, pk=strike_id, rater__study__slug=study_slug)
-    before = {**_rater_state(strike.rater), "strike_lifted": strike.lifted_at is not None}
-    reason = request.POST.get("reason", "")
-    strike = strike_lift(strike=strike, staff=_actor(request), reason=reason)
-    audit_record(
-        actor=_actor(request),
-        action="strike_lift",
-        target=f"strike {strike.pk} ({strike.rule}) of rater {strike.rater.public_id}",
-        before=before,
-        after={**_rater_state(strike.rater), "strike_lifted": True, "reason": reason},
-    )
-    return redirect("raters:staff_quality", study_slug=study_slug)
-
-
-@staff_permission_required(MODERATE_RATERS)
-@require_http_methods(["POST"])
-def rater_exclude_view(request, study_slug: str, rater_id: str):
-    rater = get_object_or_404(Rater, public_id=rater_id, study__slug=study_slug)
-    before = _rater_state(rater)
-    reason = request.POST.get("reason", "")
-    rater_exclude_by_staff(rater=rater, staff=_actor(request), reason=reason)
-    audit_record(
-        actor=_actor(request),
-        action="rater_exclude",
-        target=f"rater {rater.public_id}",
-        before=before,
-        after={**_rater_state(rater), "reason": reason},
-    )
-    return redirect("raters:staff_quality", study_slug=study_slug)

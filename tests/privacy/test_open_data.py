@@ -130,7 +130,7 @@ def test_earlier_weighting_notes_lose_their_categories(tournament, study, groups
         "['35-54', '55+'] have no sample cells; merge them)"
     )
     FitSnapshot.objects.update(settings={"pooled": detailed})
-    migration = importlib.import_module("leaderboard.migrations.0004_weighting_notes_without_categories")
+    migration = importlib.import_module("leaderboard.migrations.0005_weighting_notes_without_categories")
     migration.notes_scrub(apps, None)
     assert {s.settings["pooled"] for s in FitSnapshot.objects.all()} == {
         "UK: raked to census margins; US: sample weights (census not matchable for some categories)"

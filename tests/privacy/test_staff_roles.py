@@ -11,10 +11,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group as AuthGroup
 from django.test import Client
 
-from raters.models import AuditEntry, Group, Quota, Rater, Strike, Study
+from raters.models import AuditEntry, Group, Quota, Rater, Study
 from raters.permissions import GROUP_PERMISSIONS
-from raters.services import quota_set, rater_strike
+from raters.services import quota_set
 from tests.conftest import admitted_rater
+from tournaments.models import Strike
+from tournaments.quality import rater_strike
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,10 @@ COPY tournaments ./tournaments
 COPY leaderboard ./leaderboard
 RUN pip install --no-cache-dir .
 COPY . .
-RUN DJANGO_SECRET_KEY=collectstatic-only PANEL_ID_HMAC_KEY=collectstatic-only DATABASE_URL=sqlite:////tmp/unused.db \
-    python manage.py collectstatic --noinput \
+# Production settings refuse short or example secrets, so collectstatic gets throwaway random ones.
+RUN DJANGO_SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+    PANEL_ID_HMAC_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+    DATABASE_URL=sqlite:////tmp/unused.db python manage.py collectstatic --noinput \
  && useradd --system --uid 1000 populus && mkdir -p var && chown populus var
 USER populus
 EXPOSE 8000

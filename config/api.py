@@ -15,11 +15,14 @@ messages for validation errors (`{"field": ["message", ...]}`) and other structu
 """
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.utils.http import parse_etags, quote_etag
 from rest_framework import exceptions, serializers
@@ -87,6 +90,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
     set_rollback()
     if isinstance(exc, ApplicationError):
         return _application_error(exc)
+    if isinstance(exc, RequestDataTooBig):
+        return _as_drf_response(_too_large())
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(*exc.args)
     elif isinstance(exc, DjangoPermissionDenied):
@@ -216,6 +221,8 @@ class ApiErrorMiddleware:
             return error_response(404, *STATUS_ERRORS[404])
         if isinstance(exception, DjangoPermissionDenied):
             return error_response(403, *STATUS_ERRORS[403])
+        if isinstance(exception, RequestDataTooBig):
+            return _too_large()
         logger.exception("Unexpected error under %s", request.path, exc_info=exception)
         return error_response(500, *STATUS_ERRORS[500])
 
@@ -231,6 +238,23 @@ class ApiErrorMiddleware:
 
 def _as_django_response(response: Response) -> JsonResponse:
     return JsonResponse(response.data, status=response.status_code, headers=dict(response.items()))
+
+
+def _as_drf_response(response: JsonResponse) -> Response:
+    return Response(json.loads(response.content), status=response.status_code)
+
+
+def _too_large() -> JsonResponse:
+    # Django refuses to read a body over DATA_UPLOAD_MAX_MEMORY_SIZE with a SuspiciousOperation, which
+    # would otherwise reach us as an unexpected error (500); the client sent too much, and should know
+    # how much is allowed.
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return error_response(
+        413,
+        STATUS_ERRORS[413][0],
+        f"The request body is larger than the limit of {limit} bytes.",
+        {"max_bytes": limit},
+    )
 
 
 class ErrorDetailSerializer(serializers.Serializer):

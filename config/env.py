@@ -58,3 +58,28 @@ def env_list(name: str, default: list[str] | object = _MISSING) -> list[str]:
     if value is None:
         return list(default)  # type: ignore[call-overload]
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+# The placeholders of .env.example: a copy of that file used as is must not run a site.
+EXAMPLE_SECRETS = frozenset({"change-me-to-50-random-characters", "change-me-to-another-long-random-string"})
+MIN_SECRET_LENGTH = 50
+
+
+def env_secret(name: str) -> str:
+    """A required secret key: refused when it is a placeholder of .env.example or shorter than 50
+    characters (Django's own bar for SECRET_KEY), since a guessable key lets anyone forge sessions or,
+    for PANEL_ID_HMAC_KEY, match a panel id to its hash by trying ids."""
+    value = env_str(name)
+    if value in EXAMPLE_SECRETS or value.lower().startswith("change-me"):
+        raise ImproperlyConfiguredEnv(
+            f"Environment variable {name} still holds the example value from .env.example; set it to a "
+            f"random string of at least {MIN_SECRET_LENGTH} characters, e.g. the output of "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
+        )
+    if len(value) < MIN_SECRET_LENGTH:
+        raise ImproperlyConfiguredEnv(
+            f"Environment variable {name} is {len(value)} characters long; a secret needs at least "
+            f"{MIN_SECRET_LENGTH} random characters, e.g. the output of "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
+        )
+    return value

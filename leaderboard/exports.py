@@ -14,22 +14,30 @@ for a model naming itself, rater not excluded by quality control) are exported. 
   time), `question_id` (the battle's pseudonym) and `anony` (always true: Populus votes are blind);
 - and Populus's own fields: `populus` (format version), `tournament`, `battle`, `models` (slug, name and
   maker of sides a and b), `positions` (which side was shown left and right), `votes` (outcome per
-  dimension slug: a, b or tie), `conversation` (each turn's message and both replies with their times),
-  `timings`, `pair_probability` (how likely the matchmaker was to draw this pair) and `rater`
-  (pseudonym and the rater's publishable groups only).
+  dimension slug: a, b or tie), `conversation` (each turn's message and both replies with their times,
+  obvious personal data masked: `leaderboard.redaction`), `timings`, `pair_probability` (how likely the
+  matchmaker was to draw this pair) and `rater` (pseudonym and groups, see below).
 
-Pseudonyms are keyed digests (Django's `salted_hmac`) of the rater within the tournament and of the
-battle: stable from one export of a tournament to the next, so re-importing a newer export adds only the
-new battles, and never equal to a panel id, a rater's or a battle's id, or a pseudonym of the same rater
-in another tournament. Their key is PANEL_ID_HMAC_KEY, which must never change anyway (the panel ids'
-hashes depend on it), not the secret key, which an operator rotates after a leak: a rotation must not
-make every exported battle look new to someone who re-imports it. A salt of their own per purpose keeps
-the digests unrelated to the panel ids'.
+Nobody can be picked out of the file:
+
+- A rater's groups are published only where at least k raters of the export (k =
+  POPULUS_MIN_GROUP_RATERS, 10 by default, the threshold of the boards) are published with exactly the
+  same combination; elsewhere the combination is coarsened by dropping axes from the last (politics,
+  then ethnicity, then age band in the default sampling frame) until it is, down to no groups at all
+  (`stats.disclosure`). Groups too small for a board of their own are never published.
+- Pseudonyms are keyed digests (Django's `salted_hmac`) of the rater within the tournament and of the
+  battle, with a salt drawn afresh for every download: two downloads cannot be joined on a rater (or on a
+  battle, which would join its raters). A researcher who needs a series that links up (e.g. to re-import
+  newer exports without duplicates) asks staff with the permission `raters.export_linked` for the linked
+  export, whose pseudonyms are stable and keyed on PANEL_ID_HMAC_KEY (which must never change anyway: the
+  panel ids' hashes depend on it), not the secret key, which an operator rotates after a leak. Neither is
+  ever equal to a panel id, a rater's or a battle's id, or a pseudonym in another tournament.
 """
 
 import csv
 import io
 import json
+import secrets
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
@@ -37,7 +45,9 @@ from django.conf import settings
 from django.utils.crypto import salted_hmac
 
 from leaderboard.boards import Board, board_get, publishable_group_ids, snapshots_latest
+from leaderboard.redaction import text_redact
 from raters.models import Group, Rater
+from stats.disclosure import combinations_coarsened
 from tournaments.models import Battle, Reply, Tournament, Turn, Vote, VoteChoice
 
 FORMAT_VERSION = 1
@@ -119,9 +129,17 @@ def exported_votes(*, tournament: Tournament):
     return Vote.objects.counted().filter(battle__tournament=tournament, battle__state=Battle.State.VOTED)
 
 
-def battle_lines(*, tournament: Tournament, chunk_size: int = BATTLES_PER_CHUNK) -> Iterator[bytes]:
-    """The exported battles as JSON lines (bytes, one battle each), read in chunks of `chunk_size`."""
-    context = _ExportContext(tournament)
+def battle_lines(
+    *,
+    tournament: Tournament,
+    chunk_size: int = BATTLES_PER_CHUNK,
+    linked: bool = False,
+    salt: str | None = None,
+) -> Iterator[bytes]:
+    """The exported battles as JSON lines (bytes, one battle each), read in chunks of `chunk_size`.
+
+    Pseudonyms are drawn with a fresh random salt (or `salt`), unless `linked` (staff only)."""
+    context = _ExportContext(tournament, salt=None if linked else (salt or secrets.token_hex(16)))
     last_vote_id = 0
     while True:
         votes = list(
@@ -137,11 +155,13 @@ def battle_lines(*, tournament: Tournament, chunk_size: int = BATTLES_PER_CHUNK)
 
 
 class _ExportContext:
-    def __init__(self, tournament: Tournament):
+    def __init__(self, tournament: Tournament, *, salt: str | None):
         self.tournament = tournament
+        self.salt = salt
         self.dimension_slugs = dict(tournament.dimensions.values_list("pk", "slug"))
         publishable = publishable_group_ids(tournament=tournament)
         self.group_slugs = dict(Group.objects.filter(pk__in=publishable).values_list("pk", "slug"))
+        self.published_groups = self._published_groups()
 
     def lines(self, votes: list[Vote]) -> Iterator[dict]:
         battle_ids = [vote.battle_id for vote in votes]
@@ -151,14 +171,15 @@ class _ExportContext:
         ):
             outcomes[vote_id][self.dimension_slugs[dimension_id]] = outcome
         conversations = self._conversations(battle_ids)
-        groups = self._groups({vote.battle.rater_id for vote in votes})
         for vote in votes:
-            yield self._line(vote, outcomes[vote.pk], conversations.get(vote.battle_id, []), groups)
+            yield self._line(
+                vote, outcomes[vote.pk], conversations.get(vote.battle_id, []), self.published_groups
+            )
 
     def _line(self, vote: Vote, votes: dict, conversation: list, groups: dict) -> dict:
         battle = vote.battle
         rater = self.rater_pseudonym(battle.rater_id)
-        question = battle_pseudonym(battle)
+        question = self.battle_pseudonym(battle)
         line = {
             "model_a": battle.model_a.name,
             "model_b": battle.model_b.name,
@@ -201,7 +222,7 @@ class _ExportContext:
             .values_list("turn_id", "side", "content", "started_at", "finished_at")
         ):
             replies[turn_id][side] = {
-                "content": content,
+                "content": text_redact(content),
                 "started_at": _iso(started_at),
                 "finished_at": _iso(finished_at),
             }
@@ -212,26 +233,61 @@ class _ExportContext:
             .values_list("pk", "battle_id", "message", "created_at")
         ):
             conversations[battle_id].append(
-                {"message": message, "sent_at": _iso(created_at), "replies": replies.get(turn_id, {})}
+                {
+                    "message": text_redact(message),
+                    "sent_at": _iso(created_at),
+                    "replies": replies.get(turn_id, {}),
+                }
             )
         return conversations
 
-    def _groups(self, rater_ids: set[int]) -> dict[int, list[str]]:
-        groups = defaultdict(list)
-        for rater_id, group_id in (
-            Rater.groups.through.objects.filter(rater_id__in=rater_ids, group_id__in=self.group_slugs)
-            .order_by("group__axis__country__position", "group__axis__position", "group__position")
-            .values_list("rater_id", "group_id")
+    def _published_groups(self) -> dict[int, list[str]]:
+        """Every exported rater's publishable groups, coarsened so that each published combination is
+        shared by at least k of them (module docstring)."""
+        # One read of the exported raters' ids (not their votes), before the votes are streamed in chunks.
+        rater_ids = set(
+            exported_votes(tournament=self.tournament)
+            .order_by()
+            .values_list("battle__rater_id", flat=True)
+            .distinct()
+        )
+        axes_of_country: dict[int, list[int]] = defaultdict(list)
+        for country_id, axis_id in (
+            Group.objects.filter(pk__in=self.group_slugs)
+            .order_by("axis__country__position", "axis__position")
+            .values_list("axis__country_id", "axis_id")
+            .distinct()
         ):
-            groups[rater_id].append(self.group_slugs[group_id])
-        return groups
+            if axis_id not in axes_of_country[country_id]:
+                axes_of_country[country_id].append(axis_id)
+        answers: dict[int, dict[int, int]] = defaultdict(dict)
+        country_of: dict[int, int] = {}
+        for rater_id, country_id, axis_id, group_id in Rater.groups.through.objects.filter(
+            rater_id__in=rater_ids, group_id__in=self.group_slugs
+        ).values_list("rater_id", "group__axis__country_id", "group__axis_id", "group_id"):
+            answers[rater_id][axis_id] = group_id
+            country_of[rater_id] = country_id
+        combinations = {
+            rater_id: (
+                country_of.get(rater_id),
+                *(answers[rater_id].get(axis) for axis in axes_of_country.get(country_of.get(rater_id), [])),
+            )
+            for rater_id in rater_ids
+        }
+        published = combinations_coarsened(combinations, k=settings.POPULUS_MIN_GROUP_RATERS)
+        return {
+            rater_id: [self.group_slugs[group] for group in prefix[1:] if group is not None]
+            for rater_id, prefix in published.items()
+        }
 
     def rater_pseudonym(self, rater_id: int) -> str:
-        return "r-" + _keyed_digest("populus.exports.rater", f"{self.tournament.pk}:{rater_id}")
+        return "r-" + _keyed_digest(self._salt("populus.exports.rater"), f"{self.tournament.pk}:{rater_id}")
 
+    def battle_pseudonym(self, battle: Battle) -> str:
+        return "b-" + _keyed_digest(self._salt("populus.exports.battle"), str(battle.public_id))
 
-def battle_pseudonym(battle: Battle) -> str:
-    return "b-" + _keyed_digest("populus.exports.battle", str(battle.public_id))
+    def _salt(self, purpose: str) -> str:
+        return purpose if self.salt is None else f"{purpose}.{self.salt}"
 
 
 def _keyed_digest(salt: str, value: str) -> str:

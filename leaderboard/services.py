@@ -1,4 +1,5 @@
 import io
+import logging
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -9,7 +10,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard.boards import board_cache_bump
+from leaderboard.boards import board_cache_bump, min_group_raters
 from leaderboard.models import AppliedVote, FitPosterior, FitScore, FitSnapshot, Rating
 from raters.models import Group, Rater
 from stats import poststrat
@@ -19,6 +20,8 @@ from stats.posterior import ScoreDraws, centred_covariance, covariance_from_cent
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
 from tournaments.models import Dimension, Outcome, Tournament, Vote, VoteChoice
+
+logger = logging.getLogger(__name__)
 
 
 def vote_is_counted(*, flagged_reason: str, rater_status: str) -> bool:
@@ -328,14 +331,22 @@ def _pooled_population(groups_of: dict[int, list[int]], group_index: dict[int, i
     total = sum(sum(cells.values()) for cells in full_cells.values())
     if total == 0:
         return [((), 1.0)], "global skill only (no rater with a full cell yet)"
-    population, notes = [], []
-    for code, cells in full_cells.items():
+    population, notes, small_notes = [], [], set()
+    threshold = min_group_raters()
+    for code, cells in sorted(full_cells.items()):
         weights, note = _country_weights(code, cells, groups)
-        notes.append(f"{code}: {note}")
+        # The note is public (API, snapshots, boards.json, methods page): it names a country only where
+        # at least as many raters as a board needs are in it, and never a category.
+        if sum(cells.values()) >= threshold:
+            notes.append(f"{code}: {note}")
+        else:
+            small_notes.add(note)
         share = sum(cells.values()) / total
         population += [
             (tuple(sorted(group_index[g] for g in cell)), share * weight) for cell, weight in weights.items()
         ]
+    if small_notes:
+        notes.append(f"countries with fewer than {threshold} raters: {', '.join(sorted(small_notes))}")
     return population, "; ".join(notes)
 
 
@@ -351,7 +362,11 @@ def _country_weights(code: str, cells: Counter, groups: dict) -> tuple[dict[tupl
         margins = {position: preset[axis].shares for position, axis in enumerate(axes)}
         raked = poststrat.rake({labels: sample[cell] for labels, cell in by_labels.items()}, margins)
     except (KeyError, ValueError) as error:
-        return sample, f"sample weights (census not matchable: {error})"
+        # The reason names categories and cells, some perhaps with a rater or two: for operators only.
+        logger.warning(
+            "Census margins of %s not matchable, pooled board uses sample weights: %s", code, error
+        )
+        return sample, "sample weights (census not matchable for some categories)"
     return {
         by_labels[labels]: weight for labels, weight in raked.items() if weight > 0
     }, "raked to census margins"

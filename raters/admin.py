@@ -5,6 +5,7 @@ from django.utils.html import format_html
 
 from raters.models import (
     ApiClient,
+    AuditEntry,
     Axis,
     Country,
     ErasureRecord,
@@ -103,6 +104,23 @@ class RaterAdmin(admin.ModelAdmin):
 @admin.register(ErasureRecord)
 class ErasureRecordAdmin(admin.ModelAdmin):
     list_display = ["rater_public_id", "study", "erased_by", "votes_removed", "battles_removed", "erased_at"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """Read-only: an audit trail nobody can edit or delete from the site."""
+
+    list_display = ["created_at", "actor", "action", "target", "before", "after"]
+    list_filter = ["action", "actor"]
+
+    def has_add_permission(self, request):
+        return False
 
     def has_change_permission(self, request, obj=None):
         return False

@@ -115,6 +115,15 @@ class Study(models.Model):
 
     class Meta:
         verbose_name_plural = "studies"
+        # What each staff action needs (raters.permissions); "is staff" alone lets a user log in, nothing
+        # more. The groups "study viewer" and "study manager" bundle them (migration 0004).
+        permissions = [
+            ("view_study_dashboard", "Can view a study's quotas, raters and quality control"),
+            ("manage_study", "Can change a study's quota targets and open or close it"),
+            ("moderate_raters", "Can exclude raters and lift strikes"),
+            ("export_study", "Can export a study's data"),
+            ("export_linked", "Can export open data with pseudonyms linkable across exports"),
+        ]
 
     def __str__(self):
         return self.name
@@ -287,3 +296,22 @@ class ErasureRecord(models.Model):
 
     def __str__(self):
         return f"Erasure of {self.rater_public_id} at {self.erased_at:%Y-%m-%d %H:%M}"
+
+
+class AuditEntry(models.Model):
+    """Who changed what, from what to what: every change a staff member makes through the staff pages
+    (and each export they take), kept apart from the data it describes so it survives it."""
+
+    actor = models.CharField(max_length=150)
+    action = models.CharField(max_length=50)
+    target = models.CharField(max_length=200, help_text="What was changed, e.g. 'study pilot-study'.")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name_plural = "audit entries"
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"{self.actor}: {self.action} {self.target}"

@@ -11,6 +11,11 @@ from raters.models import Country, Quota, Rater, Study
 
 SESSION_RATER_KEY = "rater_id"
 SESSION_PENDING_KEY = "pending_entry"
+# Set on a session resumed from a study link without proof that it is the participant's own (see
+# raters.views.study_entry): when it began and the rater's status then. Absent on a proven session.
+SESSION_LIMITED_KEY = "rater_limited"
+# A rater in one of these may still rate: a link for someone else must not silently end their session.
+ACTIVE_STATUSES = frozenset({"consented", "admitted", "released"})
 
 
 def rater_from_session(request: HttpRequest) -> Rater | None:
@@ -20,11 +25,34 @@ def rater_from_session(request: HttpRequest) -> Rater | None:
     return Rater.objects.select_related("study__tournament").filter(public_id=public_id).first()
 
 
-def rater_for_participant(*, study_id: int, participant_hash: str | None) -> Rater | None:
-    """The rater a panel participant already has in this study (open-link raters have no participant)."""
+def session_may_see_reveal(request: HttpRequest, *, voted_at) -> bool:
+    """A limited session sees the reveal of battles voted in it, not of battles voted before it began:
+    knowing a participant's id must not show what they rated."""
+    limited = request.session.get(SESSION_LIMITED_KEY)
+    return limited is None or voted_at.isoformat() >= limited["since"]
+
+
+def session_may_see_code(request: HttpRequest, *, rater: Rater) -> bool:
+    """A limited session sees an end-of-session code only if the session ended while it was open (the
+    status changed since), so a panel id alone never yields someone else's completion code."""
+    limited = request.session.get(SESSION_LIMITED_KEY)
+    return limited is None or rater.status != limited["status"]
+
+
+def rater_for_participant(
+    *, study_id: int, participant_hash: str | None, legacy_hash: str | None = None
+) -> Rater | None:
+    """The rater a panel participant already has in this study (open-link raters have no participant):
+    the one under the hash of their normalised id, else one recorded before normalisation under the hash
+    of the id as their link spells it (`legacy_hash`; see raters.panel.ParticipantKeys)."""
     if participant_hash is None:
         return None
-    return Rater.objects.filter(study_id=study_id, participant_hash=participant_hash).first()
+    for key in (participant_hash, legacy_hash):
+        if key is not None:
+            rater = Rater.objects.filter(study_id=study_id, participant_hash=key).first()
+            if rater is not None:
+                return rater
+    return None
 
 
 def study_open_for_anyone() -> Study | None:
@@ -45,6 +73,17 @@ class Outcome:
     message: str
     code: str
     return_url: str
+
+    def withheld(self) -> "Outcome":
+        """The same end without the code (the return address carries it too), for a session that cannot
+        show it is the participant's own."""
+        return Outcome(
+            title=self.title,
+            message="This session has already ended. For your privacy its code is shown only in the browser "
+            "where you took part, or when you open the study from your panel with the link it gave you.",
+            code="",
+            return_url="",
+        )
 
 
 def rater_outcome(*, rater: Rater) -> Outcome | None:

@@ -25,7 +25,14 @@ from raters.models import (
     Rater,
     Study,
 )
-from raters.panel import PANEL_FORMATS, InvalidPanelLink, keyed_hash, parse_panel_ids
+from raters.panel import (
+    PANEL_FORMATS,
+    InvalidPanelLink,
+    ParticipantKeys,
+    keyed_hash,
+    parse_panel_ids,
+    participant_keys,
+)
 from raters.selectors import rater_for_participant
 from raters.signals import rater_erasing
 from stats.census import PRESETS, independent_cells, largest_remainder
@@ -40,12 +47,16 @@ class PendingEntry:
     study_id: int
     participant_hash: str | None = None
     panel_session_hash: str = ""
+    # The hash of the id as the link spelled it, where that differs from the normalised id's: it finds a
+    # rater recorded before ids were normalised (raters.panel.ParticipantKeys).
+    legacy_participant_hash: str | None = None
 
     def as_session(self) -> dict:
         return {
             "study_id": self.study_id,
             "participant_hash": self.participant_hash,
             "panel_session_hash": self.panel_session_hash,
+            "legacy_participant_hash": self.legacy_participant_hash,
         }
 
 
@@ -53,23 +64,35 @@ def panel_entry_read(*, study: Study, params: Mapping[str, str]) -> PendingEntry
     """Validate a panel link's ids (raising `InvalidPanelLink`) and key them for storage."""
     rater_audience_check(study=study, api_client=None)
     ids = parse_panel_ids(params, panel=study.panel)
-    if study.external_study_id and ids.study != study.external_study_id:
+    panel_format = PANEL_FORMATS[study.panel]
+    if study.external_study_id and ids.study != panel_format.normalised(study.external_study_id):
         raise InvalidPanelLink(
             "This link belongs to a different study. Please go back to the panel and open this study's link "
             "from there."
         )
+    keys = participant_keys(
+        settings.PANEL_ID_HMAC_KEY, normalised=ids.participant, as_typed=ids.participant_as_typed
+    )
     return PendingEntry(
         study_id=study.pk,
-        participant_hash=keyed_hash(settings.PANEL_ID_HMAC_KEY, ids.participant),
+        participant_hash=keys.current,
         panel_session_hash=keyed_hash(settings.PANEL_ID_HMAC_KEY, ids.session) if ids.session else "",
+        legacy_participant_hash=keys.legacy,
     )
 
 
 def rater_create(*, entry: PendingEntry, api_client: ApiClient | None = None) -> Rater:
     """Record a consenting rater, from the website or from `api_client`. A participant who already has a
     rater in this study gets that one back."""
-    existing = rater_for_participant(study_id=entry.study_id, participant_hash=entry.participant_hash)
+    existing = rater_for_participant(
+        study_id=entry.study_id,
+        participant_hash=entry.participant_hash,
+        legacy_hash=entry.legacy_participant_hash,
+    )
     if existing:
+        if api_client is None and existing.api_client_id is not None:
+            # Entered by an API client meanwhile: only that client acts for them (README, rater API).
+            raise Conflict("You take part in this study through another app or site. Please continue there.")
         return existing
     rater_audience_check(
         study=Study.objects.select_related("tournament").get(pk=entry.study_id), api_client=api_client
@@ -431,8 +454,11 @@ def api_rater_enter(
     Returns the rater and whether it is new; a participant the client already entered gets their rater back
     as it stands. Bad input saves nothing."""
     study = client.study
-    participant_hash, session_hash = _api_participant_hashes(client, participant_id, session_id)
-    existing = rater_for_participant(study_id=study.pk, participant_hash=participant_hash)
+    keys, session_hash = _api_participant_hashes(client, participant_id, session_id)
+    participant_hash = keys.current
+    existing = rater_for_participant(
+        study_id=study.pk, participant_hash=participant_hash, legacy_hash=keys.legacy
+    )
     if existing is not None:
         return _own_rater(existing, client), False
     if client.kind == ApiClient.Kind.HUMAN_PANEL and not consented:
@@ -451,7 +477,9 @@ def api_rater_enter(
     return rater_admit(rater=rater), created
 
 
-def _api_participant_hashes(client: ApiClient, participant_id: str, session_id: str) -> tuple[str, str]:
+def _api_participant_hashes(
+    client: ApiClient, participant_id: str, session_id: str
+) -> tuple[ParticipantKeys, str]:
     """Human-panel clients pass on their panel's ids, checked as the study's links are; automated clients
     name their raters (personas) with the generic format. Kept only as keyed hashes, as on the website."""
     panel_format = PANEL_FORMATS[
@@ -464,7 +492,9 @@ def _api_participant_hashes(client: ApiClient, participant_id: str, session_id: 
         if (value or not optional) and not panel_format.id_pattern.fullmatch(value or ""):
             raise InvalidInput(f"The {field} is not valid: it should be {panel_format.id_shape}.")
     key = settings.PANEL_ID_HMAC_KEY
-    return keyed_hash(key, participant_id), keyed_hash(key, session_id) if session_id else ""
+    keys = participant_keys(key, normalised=panel_format.normalised(participant_id), as_typed=participant_id)
+    session_hash = keyed_hash(key, panel_format.normalised(session_id)) if session_id else ""
+    return keys, session_hash
 
 
 def _own_rater(rater: Rater, client: ApiClient) -> Rater:

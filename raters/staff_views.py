@@ -1,14 +1,24 @@
-"""Staff pages for running studies: live quota fill, targets, census presets, open/close, CSV export."""
+"""Staff pages for running studies: live quota fill, targets, census presets, open/close, CSV export.
+
+Each page needs its own permission (raters.permissions), and each change is written to the audit trail
+with who made it and the value before and after.
+"""
 
 import csv
 
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput
+from raters.audit import audit_record
 from raters.models import Quota, Study
+from raters.permissions import (
+    EXPORT_STUDY,
+    MANAGE_STUDY,
+    VIEW_STUDY,
+    staff_permission_required,
+)
 from raters.selectors import study_quota_rows, study_rater_counts
 from raters.services import quota_target_update, quotas_apply_census_preset
 from stats.census import PRESETS
@@ -21,13 +31,25 @@ def _int_field(request, name: str, label: str) -> int:
         raise InvalidInput(f"{label} must be a whole number.") from None
 
 
-@staff_member_required
+def _actor(request) -> str:
+    return request.user.get_username()
+
+
+def _study_target(study: Study) -> str:
+    return f"study {study.slug}"
+
+
+def _targets(study: Study) -> dict[str, int]:
+    return dict(Quota.objects.filter(study=study).order_by("cell_key").values_list("cell_key", "target"))
+
+
+@staff_permission_required(VIEW_STUDY)
 @require_http_methods(["GET"])
 def study_list(request):
     return render(request, "raters/staff/study_list.html", {"studies": Study.objects.order_by("-created_at")})
 
 
-@staff_member_required
+@staff_permission_required(VIEW_STUDY)
 @require_http_methods(["GET"])
 def study_dashboard(request, study_slug: str):
     study = get_object_or_404(Study, slug=study_slug)
@@ -42,7 +64,7 @@ def study_dashboard(request, study_slug: str):
     return render(request, "raters/staff/study_dashboard.html", context)
 
 
-@staff_member_required
+@staff_permission_required(EXPORT_STUDY)
 @require_http_methods(["GET"])
 def study_quotas_csv(request, study_slug: str):
     study = get_object_or_404(Study, slug=study_slug)
@@ -54,33 +76,60 @@ def study_quotas_csv(request, study_slug: str):
         writer.writerow(
             [row.quota.label, row.quota.cell_key, row.quota.target, row.admitted, row.completed, row.struck]
         )
+    # Who took which data out is part of the trail, though nothing changed.
+    audit_record(actor=_actor(request), action="study_export_quotas", target=_study_target(study))
     return response
 
 
-@staff_member_required
+@staff_permission_required(MANAGE_STUDY)
 @require_http_methods(["POST"])
 def study_set_open(request, study_slug: str):
-    Study.objects.filter(slug=study_slug).update(is_open=request.POST.get("open") == "yes")
+    study = get_object_or_404(Study, slug=study_slug)
+    is_open = request.POST.get("open") == "yes"
+    Study.objects.filter(pk=study.pk).update(is_open=is_open)
+    audit_record(
+        actor=_actor(request),
+        action="study_set_open",
+        target=_study_target(study),
+        before={"is_open": study.is_open},
+        after={"is_open": is_open},
+    )
     return redirect("raters:staff_study", study_slug=study_slug)
 
 
-@staff_member_required
+@staff_permission_required(MANAGE_STUDY)
 @require_http_methods(["POST"])
 def quota_set_target(request, study_slug: str, quota_id: int):
     quota = get_object_or_404(Quota, pk=quota_id, study__slug=study_slug)
-    quota_target_update(quota=quota, target=_int_field(request, "target", "The target"))
+    before = quota.target
+    quota = quota_target_update(quota=quota, target=_int_field(request, "target", "The target"))
+    audit_record(
+        actor=_actor(request),
+        action="quota_set_target",
+        target=f"quota {quota.cell_key} of study {study_slug}",
+        before={"target": before},
+        after={"target": quota.target},
+    )
     return redirect("raters:staff_study", study_slug=study_slug)
 
 
-@staff_member_required
+@staff_permission_required(MANAGE_STUDY)
 @require_http_methods(["POST"])
 def study_apply_preset(request, study_slug: str):
     study = get_object_or_404(Study, slug=study_slug)
+    before = _targets(study)
     quotas_apply_census_preset(
         study=study,
         country_code=request.POST.get("country", ""),
         total=_int_field(request, "total", "The total sample size"),
         marginal=request.POST.get("marginal") == "yes",
         interlocking=request.POST.get("interlocking") == "yes",
+    )
+    audit_record(
+        actor=_actor(request),
+        action="study_apply_preset",
+        target=_study_target(study),
+        before={"targets": before},
+        after={"targets": _targets(study), "preset": request.POST.get("country", "")},
     )
     return redirect("raters:staff_study", study_slug=study_slug)

@@ -1,4 +1,5 @@
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from config.errors import InvalidInput
@@ -6,12 +7,15 @@ from raters.decorators import rater_required
 from raters.models import Country, Rater, Study
 from raters.panel import InvalidPanelLink
 from raters.selectors import (
+    ACTIVE_STATUSES,
+    SESSION_LIMITED_KEY,
     SESSION_PENDING_KEY,
     SESSION_RATER_KEY,
     rater_for_participant,
     rater_from_session,
     rater_outcome,
     screener_countries,
+    session_may_see_code,
     study_open_for_anyone,
 )
 from raters.services import (
@@ -24,29 +28,81 @@ from raters.services import (
 )
 
 
-def _start_session(request, *, rater: Rater | None = None, entry: PendingEntry | None = None) -> None:
+def _start_session(
+    request, *, rater: Rater | None = None, entry: PendingEntry | None = None, proven: bool = True
+) -> None:
     # A fresh session key on every entry, so a session id planted before the link was opened is useless.
     request.session.flush()
     if rater is not None:
         request.session[SESSION_RATER_KEY] = str(rater.public_id)
+        if not proven:
+            request.session[SESSION_LIMITED_KEY] = {
+                "since": timezone.now().isoformat(),
+                "status": rater.status,
+            }
     if entry is not None:
         request.session[SESSION_PENDING_KEY] = entry.as_session()
 
 
-@require_http_methods(["GET"])
+def _entry_proven(request, *, returning: Rater, entry: PendingEntry) -> bool:
+    """Whether this browser shows it is the returning participant's own, beyond knowing their id: it
+    already holds their full session, or the link carries the panel's session id they started with
+    (Prolific gives each participant a session id per study, which is not shown to anyone else)."""
+    current = rater_from_session(request)
+    if current is not None and current.pk == returning.pk and SESSION_LIMITED_KEY not in request.session:
+        return True
+    return bool(entry.panel_session_hash) and entry.panel_session_hash == returning.panel_session_hash
+
+
+def _session_to_replace(request, *, returning: Rater | None) -> Rater | None:
+    """The rater whose unfinished session in this browser a link for someone else would replace."""
+    current = rater_from_session(request)
+    if current is None or (returning is not None and current.pk == returning.pk):
+        return None
+    return current if current.status in ACTIVE_STATUSES else None
+
+
+@require_http_methods(["GET", "POST"])
 def study_entry(request, study_slug: str):
-    """Where a panel's study link lands, e.g. /s/<study>/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=..."""
+    """Where a panel's study link lands, e.g. /s/<study>/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...
+
+    A link never silently replaces an unfinished session of someone else in this browser: a GET (which
+    any other site can make) asks, and only the confirming POST (CSRF-protected) switches.
+    """
     study = get_object_or_404(Study, slug=study_slug)
+    confirmed = request.method == "POST" and request.POST.get("switch") == "yes"
+    params = request.POST if request.method == "POST" else request.GET
     try:
-        entry = panel_entry_read(study=study, params=request.GET)
+        entry = panel_entry_read(study=study, params=params)
     except InvalidPanelLink as exc:
         return render(
             request, "error.html", {"title": "This link is not valid", "message": str(exc)}, status=400
         )
-    returning = rater_for_participant(study_id=study.pk, participant_hash=entry.participant_hash)
+    returning = rater_for_participant(
+        study_id=study.pk,
+        participant_hash=entry.participant_hash,
+        legacy_hash=entry.legacy_participant_hash,
+    )
+    if returning is not None and returning.api_client_id is not None:
+        # The README promises that only the client that entered a participant sees them.
+        context = {
+            "title": "Please continue where you started",
+            "message": "You take part in this study through another app or site. Please continue there.",
+        }
+        return render(request, "error.html", context, status=403)
+    if not confirmed and _session_to_replace(request, returning=returning) is not None:
+        fields = [(name, params[name]) for name in params if name != "csrfmiddlewaretoken"]
+        return render(request, "raters/switch_session.html", {"study": study, "fields": fields})
     if returning:
         # Returning participants resume, or see their code again, even after the study closes.
-        _start_session(request, rater=returning)
+        if rater_from_session(request) != returning:
+            proven = _entry_proven(request, returning=returning, entry=entry)
+            _start_session(request, rater=returning, proven=proven)
+        elif SESSION_LIMITED_KEY in request.session and _entry_proven(
+            request, returning=returning, entry=entry
+        ):
+            request.session.pop(SESSION_LIMITED_KEY)
+            request.session.cycle_key()
         return redirect("raters:next")
     if not study.is_open:
         return render(request, "raters/study_closed.html", {"study": study}, status=410)
@@ -111,4 +167,6 @@ def next_step(request):
     outcome = rater_outcome(rater=rater)
     if outcome is None:
         return redirect("tournaments:battle_next")
+    if not session_may_see_code(request, rater=rater):
+        outcome = outcome.withheld()
     return render(request, "raters/outcome.html", {"outcome": outcome})

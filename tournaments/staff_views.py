@@ -1,16 +1,24 @@
-"""Staff pages for quality control: strikes and flags to review, lifting a strike, excluding a rater."""
+"""Staff pages for quality control: strikes and flags to review, lifting a strike, excluding a rater.
 
-from django.contrib.admin.views.decorators import staff_member_required
+Each needs its permission (raters.permissions) and each change is written to the audit trail."""
+
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from raters.audit import audit_record
 from raters.models import Rater, Study
+from raters.permissions import MODERATE_RATERS, VIEW_STUDY, staff_permission_required
 from tournaments.models import RuleOutcome, StaffAction, Strike
 from tournaments.quality import rater_exclude_by_staff, strike_lift
 from tournaments.selectors import rule_outcome_stats
 
 
-@staff_member_required
+def _rater_state(rater: Rater) -> dict:
+    rater.refresh_from_db()
+    return {"status": rater.status}
+
+
+@staff_permission_required(VIEW_STUDY)
 @require_http_methods(["GET"])
 def study_quality(request, study_slug: str):
     """Strikes and flags to review, with how every rule has been acting."""
@@ -31,19 +39,37 @@ def study_quality(request, study_slug: str):
     return render(request, "tournaments/staff/study_quality.html", context)
 
 
-@staff_member_required
+@staff_permission_required(MODERATE_RATERS)
 @require_http_methods(["POST"])
 def strike_lift_view(request, study_slug: str, strike_id: int):
     strike = get_object_or_404(Strike, pk=strike_id, rater__study__slug=study_slug)
-    strike_lift(strike=strike, staff=request.user.get_username(), reason=request.POST.get("reason", ""))
+    actor = request.user.get_username()
+    before = {**_rater_state(strike.rater), "strike_lifted": strike.lifted_at is not None}
+    reason = request.POST.get("reason", "")
+    strike = strike_lift(strike=strike, staff=actor, reason=reason)
+    audit_record(
+        actor=actor,
+        action="strike_lift",
+        target=f"strike {strike.pk} ({strike.rule}) of rater {strike.rater.public_id}",
+        before=before,
+        after={**_rater_state(strike.rater), "strike_lifted": True, "reason": reason},
+    )
     return redirect("tournaments:staff_quality", study_slug=study_slug)
 
 
-@staff_member_required
+@staff_permission_required(MODERATE_RATERS)
 @require_http_methods(["POST"])
 def rater_exclude_view(request, study_slug: str, rater_id: str):
     rater = get_object_or_404(Rater, public_id=rater_id, study__slug=study_slug)
-    rater_exclude_by_staff(
-        rater=rater, staff=request.user.get_username(), reason=request.POST.get("reason", "")
+    actor = request.user.get_username()
+    before = _rater_state(rater)
+    reason = request.POST.get("reason", "")
+    rater_exclude_by_staff(rater=rater, staff=actor, reason=reason)
+    audit_record(
+        actor=actor,
+        action="rater_exclude",
+        target=f"rater {rater.public_id}",
+        before=before,
+        after={**_rater_state(rater), "reason": reason},
     )
     return redirect("tournaments:staff_quality", study_slug=study_slug)

@@ -6,10 +6,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from config.errors import SessionEnded
+from config.errors import NotFound, SessionEnded
 from config.ratelimit import rate_limit
 from raters.decorators import admitted_rater_required, rater_required
 from raters.models import Rater
+from raters.selectors import session_may_see_reveal
 from raters.services import rater_complete_if_done
 from tournaments.models import Battle
 from tournaments.selectors import battle_for_rater, battle_reveal, battle_view, strike_warnings
@@ -74,6 +75,8 @@ def battle_reveal_page(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
     if battle.state != Battle.State.VOTED:
         return redirect("tournaments:battle", public_id=battle.public_id)
+    if not session_may_see_reveal(request, voted_at=battle.vote.created_at):
+        raise NotFound("There is no such battle in your session.")
     rater = request.rater
     context = {
         "battle": battle,

@@ -2,12 +2,12 @@
 
 import dj_database_url
 
-from config.env import env_bool, env_int, env_str
+from config.env import env_bool, env_int, env_secret, env_str
 
 from .base import *
 
-SECRET_KEY = env_str("DJANGO_SECRET_KEY")
-PANEL_ID_HMAC_KEY = env_str("PANEL_ID_HMAC_KEY")
+SECRET_KEY = env_secret("DJANGO_SECRET_KEY")
+PANEL_ID_HMAC_KEY = env_secret("PANEL_ID_HMAC_KEY")
 
 DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL"), conn_max_age=60)}
 CACHES = {

@@ -33,7 +33,7 @@ def test_production_settings_pass_the_deploy_checks():
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.prod",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
-        "PANEL_ID_HMAC_KEY": secrets.token_urlsafe(20),
+        "PANEL_ID_HMAC_KEY": secrets.token_urlsafe(50),
         "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres",
     }
     result = subprocess.run(
@@ -54,3 +54,45 @@ def test_production_settings_refuse_to_start_without_secrets():
     )
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY is required" in result.stderr
+
+
+def run_prod_check(secret_key: str, panel_key: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.prod",
+        "DJANGO_SECRET_KEY": secret_key,
+        "PANEL_ID_HMAC_KEY": panel_key,
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres",
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+
+
+def example_value(name: str) -> str:
+    for line in (REPO / ".env.example").read_text().splitlines():
+        if line.startswith(f"{name}="):
+            return line.split("=", 1)[1]
+    raise AssertionError(f"{name} is not in .env.example")
+
+
+@pytest.mark.parametrize("name", ["DJANGO_SECRET_KEY", "PANEL_ID_HMAC_KEY"])
+def test_production_settings_refuse_the_example_secrets(name):
+    """Issue 22 scenario: a copy of .env.example used as is must not run a site. Pass: exit != 0 and a
+    message naming the variable and what to do."""
+    keys = {"DJANGO_SECRET_KEY": secrets.token_urlsafe(50), "PANEL_ID_HMAC_KEY": secrets.token_urlsafe(50)}
+    keys[name] = example_value(name)
+    result = run_prod_check(keys["DJANGO_SECRET_KEY"], keys["PANEL_ID_HMAC_KEY"])
+    assert result.returncode != 0
+    assert f"{name} still holds the example value from .env.example" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["DJANGO_SECRET_KEY", "PANEL_ID_HMAC_KEY"])
+def test_production_settings_refuse_a_secret_under_50_characters(name):
+    keys = {"DJANGO_SECRET_KEY": secrets.token_urlsafe(50), "PANEL_ID_HMAC_KEY": secrets.token_urlsafe(50)}
+    keys[name] = "x" * 49
+    result = run_prod_check(keys["DJANGO_SECRET_KEY"], keys["PANEL_ID_HMAC_KEY"])
+    assert result.returncode != 0
+    assert f"{name} is 49 characters long; a secret needs at least 50" in result.stderr
+    keys[name] = "x" * 50
+    assert run_prod_check(keys["DJANGO_SECRET_KEY"], keys["PANEL_ID_HMAC_KEY"]).returncode == 0

@@ -3,6 +3,7 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group as AuthGroup
 from django.utils.html import escape
 
 from raters.models import Group, Quota, Study
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def staff_client(client):
     staff = get_user_model().objects.create_user("staff", password="x", is_staff=True)
+    staff.groups.add(AuthGroup.objects.get(name="study manager"))
     client.force_login(staff)
     return client
 

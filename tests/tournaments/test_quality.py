@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group as AuthGroup
 from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
@@ -264,6 +265,7 @@ def test_the_optional_llm_judge_strikes_an_off_task_message(rater, tournament, f
 
 def test_the_quality_page_lets_staff_review_and_lift(rater, client, study):
     staff = get_user_model().objects.create_user("ana", password="x", is_staff=True)
+    staff.groups.add(AuthGroup.objects.get(name="study manager"))
     client.force_login(staff)
     strike = rater_strike(rater=rater, rule="too_short", reason="please ask a real question.")
     page = client.get(f"/staff/studies/{study.slug}/quality/").content.decode()

@@ -5,7 +5,7 @@ import csv
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from config.errors import InvalidInput
 from raters.census import PRESETS
@@ -27,13 +27,13 @@ def _int_field(request, name: str, label: str) -> int:
 
 
 @staff_member_required
-@require_http_methods(["GET"])
+@require_safe
 def study_list(request):
     return render(request, "raters/staff/study_list.html", {"studies": Study.objects.order_by("-created_at")})
 
 
 @staff_member_required
-@require_http_methods(["GET"])
+@require_safe
 def study_dashboard(request, study_slug: str):
     study = get_object_or_404(Study, slug=study_slug)
     context = {
@@ -48,7 +48,7 @@ def study_dashboard(request, study_slug: str):
 
 
 @staff_member_required
-@require_http_methods(["GET"])
+@require_safe
 def study_quotas_csv(request, study_slug: str):
     study = get_object_or_404(Study, slug=study_slug)
     response = HttpResponse(content_type="text/csv")
@@ -92,7 +92,7 @@ def study_apply_preset(request, study_slug: str):
 
 
 @staff_member_required
-@require_http_methods(["GET"])
+@require_safe
 def study_quality(request, study_slug: str):
     """Strikes and flags to review, with how every rule has been acting."""
     study = get_object_or_404(Study, slug=study_slug)

@@ -1,5 +1,5 @@
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from config.errors import InvalidInput
 from raters.decorators import rater_required
@@ -33,7 +33,7 @@ def _start_session(request, *, rater: Rater | None = None, entry: PendingEntry |
         request.session[SESSION_PENDING_KEY] = entry.as_session()
 
 
-@require_http_methods(["GET"])
+@require_safe
 def study_entry(request, study_slug: str):
     """Where a panel's study link lands, e.g. /s/<study>/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=..."""
     study = get_object_or_404(Study, slug=study_slug)
@@ -54,7 +54,7 @@ def study_entry(request, study_slug: str):
     return redirect("raters:consent")
 
 
-@require_http_methods(["GET"])
+@require_safe
 def rate_open(request):
     """The site's "Rate models" link: a rater without a panel id, in the study open to anyone."""
     if rater_from_session(request):
@@ -67,7 +67,7 @@ def rate_open(request):
     return redirect("raters:consent")
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def consent(request):
     if rater_from_session(request):
         return redirect("raters:next")
@@ -84,7 +84,7 @@ def consent(request):
     return render(request, "raters/consent.html", {"study": study, "tournament": study.tournament})
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @rater_required
 def screener(request):
     rater = request.rater
@@ -100,7 +100,7 @@ def screener(request):
     return render(request, "raters/screener_details.html", {"country": country, "axes": axes})
 
 
-@require_http_methods(["GET"])
+@require_safe
 @rater_required
 def next_step(request):
     """Send the rater to whatever they should do now: the screener, a battle, or the end of the session."""

@@ -2,6 +2,8 @@
 DJANGO_NUM_PROXIES trusted proxies, that many X-Forwarded-For entries from the right. A client can
 write anything at the left of X-Forwarded-For, so the left is never believed."""
 
+import hashlib
+import hmac
 import ipaddress
 
 from django.conf import settings
@@ -35,3 +37,10 @@ def client_network(request: HttpRequest) -> str:
             return str(parsed.ipv4_mapped)
         return str(ipaddress.ip_network(f"{parsed}/{IPV6_NETWORK_PREFIX}", strict=False).network_address)
     return str(parsed)
+
+
+def network_fingerprint(request: HttpRequest) -> str:
+    """A keyed fingerprint of the client's network: equal for equal networks, useless without the key,
+    so what is stored about a rater's network can never be turned back into an address."""
+    message = f"network:{client_network(request)}".encode()
+    return hmac.new(settings.PANEL_ID_HMAC_KEY.encode(), message, hashlib.sha256).hexdigest()

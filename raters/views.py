@@ -1,6 +1,7 @@
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
+from config.client_ip import network_fingerprint
 from config.errors import InvalidInput
 from raters.decorators import rater_required
 from raters.models import Country, Rater, Study
@@ -22,6 +23,10 @@ from raters.services import (
     rater_create,
     rater_screen,
 )
+
+# A field people never see or fill (hidden from view, from screen readers and from the tab order);
+# form-filling scripts tend to fill every field they find.
+HONEYPOT_FIELD = "website"
 
 
 def _start_session(request, *, rater: Rater | None = None, entry: PendingEntry | None = None) -> None:
@@ -78,10 +83,15 @@ def consent(request):
     if request.method == "POST":
         if request.POST.get("agree") != "yes":
             raise InvalidInput("Please tick the box to say you agree before continuing.")
-        rater = rater_create(entry=PendingEntry(**pending))
+        rater = rater_create(
+            entry=PendingEntry(**pending),
+            network_fingerprint=network_fingerprint(request),
+            honeypot=request.POST.get(HONEYPOT_FIELD, ""),
+        )
         _start_session(request, rater=rater)
         return redirect("raters:screener")
-    return render(request, "raters/consent.html", {"study": study, "tournament": study.tournament})
+    context = {"study": study, "tournament": study.tournament, "honeypot_field": HONEYPOT_FIELD}
+    return render(request, "raters/consent.html", context)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

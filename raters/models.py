@@ -179,6 +179,12 @@ class Rater(models.Model):
     # HMAC of the network the rater entered from (never the address): for the per-network entry cap and
     # for judging small raters together with the others from their network.
     network_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    # Set by the rigging check (leaderboard.services.raters_rigging_hold_out): the rater's votes moved one
+    # model's standing far more than chance, so they are left out of published boards until staff restore
+    # them. A restored rater is never held out automatically again.
+    held_out_at = models.DateTimeField(null=True, blank=True, editable=False)
+    held_out_reason = models.CharField(max_length=300, blank=True, editable=False)
+    restored_by = models.CharField(max_length=150, blank=True, editable=False)
     status = models.CharField(max_length=15, choices=Status.choices, default=Status.CONSENTED)
     consented_at = models.DateTimeField()
     country = models.ForeignKey(Country, on_delete=models.PROTECT, null=True, blank=True, related_name="+")

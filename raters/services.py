@@ -847,3 +847,18 @@ def turn_topic_judge(*, turn_id: int) -> Strike | None:
     return _record_outcomes(
         rater=turn.battle.rater, battle=turn.battle, results=[(setting, result)], message=turn.message
     )
+
+
+def rater_restore(*, rater: Rater, staff: str) -> bool:
+    """Put a rater the rigging check held out back on published boards, in one step: the boards are
+    refitted after commit, and the automatic check never holds this rater out again. Returns whether
+    anything changed."""
+    from leaderboard.tasks import publish_fits_for
+
+    restored = Rater.objects.filter(pk=rater.pk, held_out_at__isnull=False).update(
+        held_out_at=None, restored_by=staff[:150]
+    )
+    if restored:
+        logger.info("rater %s restored to published boards by %s", rater.public_id, staff)
+        publish_fits_for.delay_on_commit(rater.study.tournament_id)
+    return bool(restored)

@@ -15,6 +15,7 @@ from raters.services import (
     quota_target_update,
     quotas_apply_census_preset,
     rater_exclude_by_staff,
+    rater_restore,
     strike_lift,
 )
 
@@ -105,6 +106,9 @@ def study_quality(request, study_slug: str):
         .select_related("rater")
         .order_by("-created_at")[:200],
         "rule_stats": rule_outcome_stats(study=study),
+        "held_out": Rater.objects.filter(study=study)
+        .exclude(held_out_reason="")
+        .order_by("-held_out_at", "-pk")[:200],
         "actions": StaffAction.objects.filter(rater_public_id__in=study.raters.values("public_id")).order_by(
             "-created_at"
         )[:50],
@@ -127,4 +131,12 @@ def rater_exclude_view(request, study_slug: str, rater_id: str):
     rater_exclude_by_staff(
         rater=rater, staff=request.user.get_username(), reason=request.POST.get("reason", "")
     )
+    return redirect("raters:staff_quality", study_slug=study_slug)
+
+
+@staff_member_required
+@require_http_methods(["POST"])
+def rater_restore_view(request, study_slug: str, rater_id: str):
+    rater = get_object_or_404(Rater, public_id=rater_id, study__slug=study_slug)
+    rater_restore(rater=rater, staff=request.user.get_username())
     return redirect("raters:staff_quality", study_slug=study_slug)

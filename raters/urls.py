@@ -29,6 +29,11 @@ urlpatterns = [
         name="staff_rater_exclude",
     ),
     path(
+        "staff/studies/<slug:study_slug>/raters/<uuid:rater_id>/restore/",
+        staff_views.rater_restore_view,
+        name="staff_rater_restore",
+    ),
+    path(
         "staff/studies/<slug:study_slug>/quotas/<int:quota_id>/target/",
         staff_views.quota_set_target,
         name="staff_quota_target",

@@ -20,7 +20,8 @@ approximation about 6e-7 per model, so a few in ten thousand honest raters over 
 at least ``min_votes`` compared votes are judged alone. Every rater is also judged together with the
 raters who share their network fingerprint, and with those who arrived in the same arrival window, so
 a crowd split into many small raters is seen as the crowd it is. In a flagged crowd
-only the members who pushed the flagged model the flagged way are held out. The detector refits and
+only the members who pushed the flagged model the flagged way are held out (in an arrival window, only
+those of them who arrived with others from their own network). The detector refits and
 looks again ``rounds`` times, since a large campaign shifts the fit it is judged against.
 """
 
@@ -106,6 +107,7 @@ def _crowd_findings(
     variance: np.ndarray,
     z_threshold: float,
     label: str,
+    companions: np.ndarray | None = None,
 ) -> dict[int, Finding]:
     """Sum the members' rows per unit; in each flagged unit, the members who pushed the flagged way."""
     found: dict[int, Finding] = {}
@@ -123,6 +125,12 @@ def _crowd_findings(
         model, sign = worst[unit], np.sign(worst_z[unit])
         inside = members[inverse == unit]
         pushed = inside[sign * excess[inside, model] > 0]
+        if companions is not None:
+            # An arrival window holds honest newcomers too; of those who pushed the flagged way, only
+            # the ones who came with others from their own network are taken to be the crowd.
+            shared = np.unique(companions[pushed], return_counts=True)
+            crowded = set(shared[0][shared[1] > 1].tolist())
+            pushed = np.array([rater for rater in pushed if companions[rater] in crowded], dtype=np.intp)
         for rater in pushed:
             found.setdefault(int(rater), Finding(int(rater), int(model), float(worst_z[unit]), label))
     return found
@@ -156,7 +164,9 @@ def raters_judge(
             found.setdefault(rater, finding)
     if arrival is not None:
         windows = np.floor(np.asarray(arrival, dtype=float) / burst_seconds).astype(np.int64)
-        for rater, finding in _crowd_findings(windows, small, excess, variance, z_threshold, "burst").items():
+        companions = np.asarray(network) if network is not None else None
+        burst = _crowd_findings(windows, small, excess, variance, z_threshold, "burst", companions)
+        for rater, finding in burst.items():
             found.setdefault(rater, finding)
     return found
 

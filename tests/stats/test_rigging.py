@@ -97,3 +97,19 @@ def test_it_refits_without_the_held_out_raters_and_looks_again():
     detection = raters_hold_out(joined(honest, rigger), fit=counting_fit, n_raters=301)
     assert detection.held_out[300] and detection.held_out.sum() == 1
     assert fits[0] == len(honest) + 200 and fits[1] == len(honest)
+
+
+def test_it_spares_honest_newcomers_who_arrive_alone_in_a_flagged_hour():
+    rng = np.random.default_rng(6)
+    target = N_MODELS - 2
+    newcomer = VoteLog(np.array([0]), np.array([target]), np.array([0]), np.array([1.0]))  # an upset
+    crowd = np.arange(1, 61)
+    rater = np.repeat(crowd, 2)
+    opponents = rng.choice([m for m in range(N_MODELS) if m != target], len(rater))
+    sybils = VoteLog(rater, np.full(len(rater), target), opponents, np.ones(len(rater)))
+    network = np.r_[0, 1 + np.arange(60) % 6]  # the crowd: ten raters on each of six networks
+    arrival = np.full(61, 3600 * 7 + 1.0)
+    found = raters_judge(
+        joined(newcomer, sybils), theta=THETA, log_nu=-np.inf, n_raters=61, network=network, arrival=arrival
+    )
+    assert set(found) == set(crowd)

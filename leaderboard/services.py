@@ -536,10 +536,16 @@ def raters_rigging_hold_out(*, tournament_id: int) -> int:
         rater = raters[rater_ids[index]]
         if rater.held_out_at or rater.restored_by:
             continue
+        name = names.get(model_ids[finding.model], "a model")
         direction = "up" if finding.z > 0 else "down"
+        moved = (
+            f"{name} {direction} against the models ranked above it"
+            if finding.over_above
+            else f"{name} {direction}"
+        )
         reason = (
-            f"Overall verdicts moved {names.get(model_ids[finding.model], 'a model')} {direction} far more "
-            f"than chance (z = {finding.z:.1f}, {RIGGING_UNITS[finding.unit]})."
+            f"Overall verdicts moved {moved} far more than chance "
+            f"(z = {finding.z:.1f}, {RIGGING_UNITS[finding.unit]})."
         )
         held += Rater.objects.filter(pk=rater.pk, held_out_at__isnull=True, restored_by="").update(
             held_out_at=now, held_out_reason=reason[:300]

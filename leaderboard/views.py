@@ -16,6 +16,7 @@ from leaderboard.selectors import (
     methodology_figures,
     model_for_page,
     model_page,
+    rigging_facts,
     tournament_choices,
 )
 
@@ -72,6 +73,7 @@ def methodology(request, *, fragment: bool):
     context = {
         "figures": methodology_figures(tournament=resolved[0]) if resolved else None,
         "tournaments": tournament_choices(),
+        "rigging": rigging_facts(),
     }
     template = "leaderboard/_methodology.html" if fragment else "leaderboard/methodology.html"
     return render(request, template, context)

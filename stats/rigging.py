@@ -15,6 +15,10 @@ without the target (the "omnipresent" attack) piles up a negative excess on each
 in the denominator keeps one surprising vote (an upset at p = 0.02 would otherwise be z = 7) from ever
 looking like a campaign: one vote can never reach |z| > 1.
 
+The same is computed for each model's excess *over the models ranked above it* (its own excess minus
+theirs), with the variance that follows vote by vote: an "omnipresent" attacker who spreads small losses
+over every model above the target moves that sum a lot while moving no single rival much.
+
 A unit is flagged when some model has |z| above ``z_threshold`` (default 5: under the normal
 approximation about 6e-7 per model, so a few in ten thousand honest raters over 60 models). Raters with
 at least ``min_votes`` compared votes are judged alone. Every rater is also judged together with the
@@ -67,6 +71,7 @@ class Finding:
     model: int
     z: float
     unit: str  # "rater", "network" or "burst"
+    over_above: bool = False  # moved against the models ranked above it, rather than alone
 
 
 @dataclass
@@ -87,7 +92,9 @@ def expected_scores(theta: np.ndarray, log_nu: float, i: np.ndarray, j: np.ndarr
 
 
 def excess_table(log: VoteLog, theta: np.ndarray, log_nu: float, n_raters: int):
-    """Per (rater, model): the summed excess score and its summed variance."""
+    """Per rater, 2 x n_models columns of summed excess and its variance: first each model's own excess,
+    then each model's excess *over the models ranked above it* (its own minus theirs), which is what an
+    attacker who spreads small losses over every rival moves, while no single rival moves much."""
     n_models = len(theta)
     mean, var = expected_scores(theta, log_nu, log.i, log.j)
     resid = log.score - mean
@@ -97,7 +104,25 @@ def excess_table(log: VoteLog, theta: np.ndarray, log_nu: float, n_raters: int):
     np.add.at(excess, log.rater * n_models + log.j, -resid)
     np.add.at(variance, log.rater * n_models + log.i, var)
     np.add.at(variance, log.rater * n_models + log.j, var)
-    return excess.reshape(n_raters, n_models), variance.reshape(n_raters, n_models)
+    excess, variance = excess.reshape(n_raters, n_models), variance.reshape(n_raters, n_models)
+    order = np.argsort(-theta, kind="stable")
+    rank = np.empty(n_models, dtype=np.intp)
+    rank[order] = np.arange(n_models)
+    by_rank = excess[:, order]
+    over_above = np.empty_like(by_rank)
+    over_above[:, order] = by_rank - (np.cumsum(by_rank, axis=1) - by_rank)
+    # A vote between the models ranked lo < hi changes "m over those above" by its residual for every m
+    # ranked in [lo, hi) and by twice it for m at hi (one side is m, the other above it); 0 elsewhere.
+    low, high = np.minimum(rank[log.i], rank[log.j]), np.maximum(rank[log.i], rank[log.j])
+    steps = np.zeros(n_raters * (n_models + 1))
+    points = np.zeros(n_raters * n_models)
+    np.add.at(steps, log.rater * (n_models + 1) + low, var)
+    np.add.at(steps, log.rater * (n_models + 1) + high, -var)
+    np.add.at(points, log.rater * n_models + high, 4 * var)
+    spread = np.cumsum(steps.reshape(n_raters, n_models + 1), axis=1)[:, :n_models]
+    over_variance = np.empty_like(spread)
+    over_variance[:, order] = spread + points.reshape(n_raters, n_models)
+    return np.hstack([excess, over_above]), np.hstack([variance, over_variance])
 
 
 def _crowd_findings(
@@ -131,8 +156,12 @@ def _crowd_findings(
             shared = np.unique(companions[pushed], return_counts=True)
             crowded = set(shared[0][shared[1] > 1].tolist())
             pushed = np.array([rater for rater in pushed if companions[rater] in crowded], dtype=np.intp)
+        n_models = excess.shape[1] // 2
         for rater in pushed:
-            found.setdefault(int(rater), Finding(int(rater), int(model), float(worst_z[unit]), label))
+            found.setdefault(
+                int(rater),
+                Finding(int(rater), int(model % n_models), float(worst_z[unit]), label, model >= n_models),
+            )
     return found
 
 

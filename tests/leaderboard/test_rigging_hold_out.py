@@ -1,6 +1,7 @@
 """The rigging check acts: at each fit, raters whose verdicts move one model's standing far more than
 chance are left out of published boards with a reason staff see, and staff restore them in one step."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -51,11 +52,11 @@ def test_it_holds_a_rigging_rater_out_of_published_boards_with_the_reason(tourna
     rigger.refresh_from_db()
     assert rigger.held_out_at is not None
     # Three models: lifting the weakest over the favourite moves both; the reason names the one moved most.
-    assert any(
-        f"moved {name} far more than chance" in rigger.held_out_reason
-        for name in (f"{weakest.name} up", f"{favourite.name} down")
+    assert re.match(
+        rf"Overall verdicts moved ({weakest.name} up|{favourite.name} down)( against the models ranked above "
+        r"it)? far more than chance \(z = -?\d+\.\d, judged alone\)\.$",
+        rigger.held_out_reason,
     )
-    assert "judged alone" in rigger.held_out_reason
     assert overall_votes(tournament) == 400  # the honest votes only
     assert not Rater.objects.filter(pk__in=[r.pk for r in honest], held_out_at__isnull=False).exists()
 

@@ -3,7 +3,7 @@ standing far more than chance is held out with its reason."""
 
 import numpy as np
 
-from stats.rigging import VoteLog, expected_scores, raters_hold_out, raters_judge
+from stats.rigging import VoteLog, excess_table, expected_scores, raters_hold_out, raters_judge
 
 N_MODELS = 12
 THETA = np.linspace(1.0, -1.0, N_MODELS)
@@ -113,3 +113,32 @@ def test_it_spares_honest_newcomers_who_arrive_alone_in_a_flagged_hour():
         joined(newcomer, sybils), theta=THETA, log_nu=-np.inf, n_raters=61, network=network, arrival=arrival
     )
     assert set(found) == set(crowd)
+
+
+def test_it_sums_each_models_excess_over_the_models_above_it_vote_by_vote():
+    rng = np.random.default_rng(7)
+    log = honest_votes(rng, 5, 30)
+    theta = rng.normal(0, 1, N_MODELS)
+    excess, variance = excess_table(log, theta, np.log(0.3), 5)
+    mean, var = expected_scores(theta, np.log(0.3), log.i, log.j)
+    above = theta[None, :] > theta[:, None]  # above[m, k]: k is ranked above m
+    for m in range(N_MODELS):
+        side = np.where(np.arange(N_MODELS) == m, 1.0, np.where(above[m], -1.0, 0.0))
+        coef = side[log.i] - side[log.j]
+        for rater in range(5):
+            mine = log.rater == rater
+            assert np.isclose(excess[rater, N_MODELS + m], (coef * (log.score - mean))[mine].sum())
+            assert np.isclose(variance[rater, N_MODELS + m], (coef**2 * var)[mine].sum())
+
+
+def test_it_catches_an_attacker_who_spreads_small_losses_over_every_rival_above_the_target():
+    rng = np.random.default_rng(8)
+    honest = honest_votes(rng, 500, 20)
+    target = 9
+    rivals = np.arange(target)  # every model above it
+    # In each battle with a rival, the rival loses to a model ranked below the target.
+    i = rng.choice(rivals, 150)
+    j = rng.integers(target + 1, N_MODELS, 150)
+    rigger = VoteLog(np.full(150, 500), i, j, np.zeros(150))
+    found = raters_judge(joined(honest, rigger), theta=THETA, log_nu=-np.inf, n_raters=501)
+    assert set(found) == {500} and found[500].over_above

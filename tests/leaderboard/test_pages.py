@@ -141,7 +141,7 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
     assert f"Study {study.name}: open to anyone; at most 7 new raters per network per hour" in defences
     assert "form honeypot off" in defences and "after 5 wrong passwords" in defences
     cost = text_of(re.search(r'data-testid="rigging-cost".*?</p>', html, re.S).group(0))
-    assert f"{RIGGING_MEASURED['min_cost_ratio']:.1f}×" in cost and RIGGING_MEASURED["date"] in cost
+    assert f"{RIGGING_MEASURED['min_cost_ratio']:.1f}\u00d7" in cost and RIGGING_MEASURED["date"] in cost
 
 
 def test_the_methodology_fragment_has_no_page_around_it(client, fitted):

@@ -583,11 +583,14 @@ class Methodology:
 # The figures of the last full `manage.py bench rigging` run, quoted on the methodology page; rerun the
 # benchmark and update them together when the defences change.
 RIGGING_MEASURED = {
-    "date": "RUN_DATE",
+    "date": "2026-11-25",
     "models": 60,
     "votes": "200,000",
     "min_cost_ratio": 1.0,
-    "summary": "SUMMARY",
+    "summary": "Lifting a mid-table model one rank takes 13 to 24 votes on either board, too few for any "
+    "test that spares honest raters to see. Lifting it into the top 3 by voting for it costs at least 30 "
+    "times more here (91% of such raters held out); spreading votes against its rivals instead costs "
+    "1.0 to 1.2 times more (25% to 46% of the attacking raters held out).",
 }
 
 

@@ -21,7 +21,7 @@ cheapest way round, abandoning the rater and entering as a new one, which costs 
 by the cap on new raters per network per hour (reported as hours). Each attacking identity casts
 ``per_rater`` useful votes; on Populus the attacker tries several sizes and the cheapest is reported.
 Populus's board: the detector of ``stats.rigging`` holds raters out, then a Bradley-Terry-Davidson fit
-(``leaderboard.btd.fit_btd``) on the votes left. Rank is the order of the point estimates on both boards.
+(``stats.btd.fit_btd``) on the votes left. Rank is the order of the point estimates on both boards.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from leaderboard.btd import Counts, fit_bt_plain, fit_btd
+from stats.btd import Counts, fit_bt_plain, fit_btd
 from stats.rigging import VoteLog, raters_hold_out
 
 HOURS = 30 * 24

@@ -1,10 +1,12 @@
 import uuid
 from dataclasses import dataclass
 
+from django.db.models import Count, Q
+
 from config.errors import NotFound
-from raters.models import Rater
-from raters.services import STRIKES_TO_EXCLUDE
-from tournaments.models import Battle, Dimension, Outcome, Reply, Side
+from raters.models import Rater, Study
+from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side
+from tournaments.quality import STRIKES_TO_EXCLUDE
 
 
 @dataclass(frozen=True)
@@ -115,3 +117,20 @@ def battle_reveal(*, battle: Battle) -> list[RevealRow]:
         RevealRow(dimension=c.dimension.name, outcome=Outcome(c.outcome).label, winner=names[c.outcome])
         for c in choices
     ]
+
+
+def rule_outcome_stats(*, study: Study) -> list[dict]:
+    """Per rule: how often it was evaluated, failed, struck and flagged, so a threshold can be judged
+    (a rule in flag mode shows how it would have struck)."""
+    rows = (
+        RuleOutcome.objects.filter(rater__study=study)
+        .values("rule")
+        .annotate(
+            evaluated=Count("pk"),
+            failed=Count("pk", filter=Q(failed=True)),
+            struck=Count("pk", filter=Q(action=RuleOutcome.Action.STRUCK)),
+            flagged=Count("pk", filter=Q(action=RuleOutcome.Action.FLAGGED)),
+        )
+        .order_by("rule")
+    )
+    return list(rows)

@@ -8,11 +8,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from leaderboard.demo_votes import voted_battles_write
 from leaderboard.models import FitSnapshot
 from leaderboard.services import fits_publish
 from raters.models import Rater
 from tests.leaderboard.board_data import raters_in, votes_cast
-from tournaments.demo_votes import voted_battles_write
 
 pytestmark = pytest.mark.django_db
 

@@ -4,14 +4,24 @@ from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_safe
 
 from config.celery_app import app as celery_app
 
 
-@require_http_methods(["GET"])
+@require_safe
 def home(request):
     return render(request, "home.html")
+
+
+def staff_locked_out(request, response=None, credentials=None):
+    """django-axes' answer to a refused staff sign-in: says how long the pause lasts, and Retry-After
+    tells scripts the same."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
+    answer = render(request, "admin/locked_out.html", context, status=429)
+    answer["Retry-After"] = str(minutes * 60)
+    return answer
 
 
 def csrf_failure(request, reason=""):
@@ -24,7 +34,7 @@ def csrf_failure(request, reason=""):
 
 
 @never_cache
-@require_http_methods(["GET"])
+@require_safe
 def healthz(request):
     """Liveness of the parts the site needs, as JSON; 200 only when every part is up."""
     checks = {"database": _check_database()}

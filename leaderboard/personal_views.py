@@ -1,5 +1,5 @@
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_safe
 
 from leaderboard.personal import (
     MAX_WEIGHT,
@@ -16,7 +16,7 @@ RESULTS_TARGET = "personal-results"
 BAR_WIDTH = 120
 
 
-@require_http_methods(["GET"])
+@require_safe
 def personal(request):
     """The personal leaderboard. The query string is the whole state, so every board has a link; htmx
     swaps the results as the sliders and selects move and puts the normalised query in the address bar.

@@ -31,6 +31,7 @@ from leaderboard.boards import (
 )
 from leaderboard.models import FitScore, FitSnapshot
 from raters.models import Group, Rater
+from stats import rigging
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament
 
 HISTORY_SNAPSHOTS = 20
@@ -575,6 +576,31 @@ class Methodology:
     ties: list[DimensionTies]
     excluded_raters: int
     flagged_battles: int
+    held_out_raters: int = 0
+    studies: list = field(default_factory=list)  # the tournament's studies, with their entry friction
+
+
+# The figures of the last full `manage.py bench rigging` run, quoted on the methodology page; rerun the
+# benchmark and update them together when the defences change.
+RIGGING_MEASURED = {
+    "date": "2026-11-25",
+    "models": 60,
+    "votes": "200,000",
+    "min_cost_ratio": 1.0,
+    "summary": "Lifting a mid-table model one rank takes 13 to 24 votes on either board, too few for any "
+    "test that spares honest raters to see. Lifting it into the top 3 by voting for it costs at least 30 "
+    "times more here (91% of such raters held out); spreading votes against its rivals instead costs "
+    "1.0 to 1.2 times more (25% to 46% of the attacking raters held out).",
+}
+
+
+def rigging_facts() -> dict:
+    """What the methodology page says about the defences: their settings and the measured cost."""
+    return {
+        "z_threshold": rigging.DEFAULT_Z_THRESHOLD,
+        "staff_failure_limit": settings.AXES_FAILURE_LIMIT,
+        "measured": RIGGING_MEASURED,
+    }
 
 
 def methodology_figures(*, tournament: Tournament) -> Methodology:
@@ -613,4 +639,6 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
             study__tournament=tournament, status=Rater.Status.EXCLUDED
         ).count(),
         flagged_battles=Battle.objects.filter(tournament=tournament).exclude(flagged_reason="").count(),
+        held_out_raters=Rater.objects.filter(study__tournament=tournament, held_out_at__isnull=False).count(),
+        studies=list(tournament.studies.order_by("name")),
     )

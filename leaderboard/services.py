@@ -13,13 +13,13 @@ from django.utils import timezone
 from leaderboard.boards import board_cache_bump, min_group_raters
 from leaderboard.models import AppliedVote, FitPosterior, FitScore, FitSnapshot, Rating
 from raters.models import Group, Rater
-from stats import poststrat
+from stats import poststrat, rigging
 from stats.btd import Counts, Fit, fit_btd
 from stats.census import PRESETS
 from stats.posterior import ScoreDraws, centred_covariance, covariance_from_centred, fit_restored, score_draws
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
-from tournaments.models import Dimension, Outcome, Tournament, Vote, VoteChoice
+from tournaments.models import Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -210,17 +210,25 @@ def fits_publish(*, tournament_id: int) -> list[FitSnapshot]:
     """Fit every dimension of a tournament on the counted votes and store a snapshot per dimension:
     the pooled board (post-stratified to the census) and one board per group with data."""
     tournament = Tournament.objects.get(pk=tournament_id)
+    raters_rigging_hold_out(tournament_id=tournament_id)
     snapshots = []
     for dimension in tournament.dimensions.order_by("position"):
         # A dimension nobody has voted on has nothing to publish.
-        if VoteChoice.objects.counted().filter(dimension=dimension).exists():
+        if _published_choices(dimension).exists():
             snapshots.append(_fit_dimension(tournament, dimension))
     board_cache_bump(tournament_id=tournament_id)
     return snapshots
 
 
+def _published_choices(dimension: Dimension):
+    """Counted choices of raters the rigging check has not held out: what published boards are fitted on."""
+    return VoteChoice.objects.counted().filter(
+        dimension=dimension, vote__battle__rater__held_out_at__isnull=True
+    )
+
+
 def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
-    choices = VoteChoice.objects.counted().filter(dimension=dimension)
+    choices = _published_choices(dimension)
     rows = list(
         choices.values_list(
             "vote_id",
@@ -473,3 +481,87 @@ def _posteriors_prune(dimension: Dimension) -> None:
         .values_list("pk", flat=True)[:POSTERIORS_KEPT]
     )
     FitPosterior.objects.filter(snapshot__dimension=dimension).exclude(snapshot_id__in=kept).delete()
+
+
+# --- Rigging check ------------------------------------------------------------------------------------
+
+RIGGING_DIMENSION = "overall"
+RIGGING_UNITS = {
+    "rater": "judged alone",
+    "network": "judged with the other raters from the same network",
+    "burst": "judged with the other raters who arrived in the same hour",
+}
+
+
+def _btd_counts(log: rigging.VoteLog, n_models: int) -> Counts:
+    rows = np.column_stack(
+        [np.zeros(len(log)), log.i, log.j, log.score == 1.0, log.score == 0.0, log.score == 0.5]
+    )
+    return Counts(cells=[()], rows=rows).aggregated(n_models)
+
+
+def raters_rigging_hold_out(*, tournament_id: int) -> int:
+    """Hold out of published boards every rater whose overall verdicts move one model's standing far more
+    than chance (`stats.rigging`), alone or with the raters sharing their network or arrival hour, with
+    the reason staff see. Raters staff restored are never held out again. Returns how many were newly
+    held out."""
+    rows = list(
+        VoteChoice.objects.counted()
+        .filter(dimension__slug=RIGGING_DIMENSION, vote__battle__tournament_id=tournament_id)
+        .values_list(
+            "vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome"
+        )
+    )
+    if not rows:
+        return 0
+    rater_ids = sorted({r[0] for r in rows})
+    model_ids = sorted({r[1] for r in rows} | {r[2] for r in rows})
+    rater_index = {pk: n for n, pk in enumerate(rater_ids)}
+    model_index = {pk: n for n, pk in enumerate(model_ids)}
+    log = rigging.VoteLog(
+        [rater_index[r[0]] for r in rows],
+        [model_index[r[1]] for r in rows],
+        [model_index[r[2]] for r in rows],
+        [{"a": 1.0, "b": 0.0}.get(r[3], 0.5) for r in rows],
+    )
+    raters = Rater.objects.in_bulk(rater_ids)
+    fingerprints = {}
+    network = np.array(
+        [
+            fingerprints.setdefault(raters[pk].network_fingerprint or f"rater:{pk}", len(fingerprints))
+            for pk in rater_ids
+        ]
+    )
+    arrival = np.array([raters[pk].created_at.timestamp() for pk in rater_ids])
+
+    def fit(kept: rigging.VoteLog) -> tuple[np.ndarray, float]:
+        result = fit_btd(
+            _btd_counts(kept, len(model_ids)), n_models=len(model_ids), n_groups=0, with_groups=False
+        )
+        return result.theta, result.log_nu
+
+    detection = rigging.raters_hold_out(
+        log, fit=fit, n_raters=len(rater_ids), network=network, arrival=arrival
+    )
+    names = dict(LLMModel.objects.filter(pk__in=model_ids).values_list("pk", "name"))
+    held = 0
+    now = timezone.now()
+    for index, finding in detection.findings.items():
+        rater = raters[rater_ids[index]]
+        if rater.held_out_at or rater.restored_by:
+            continue
+        name = names.get(model_ids[finding.model], "a model")
+        direction = "up" if finding.z > 0 else "down"
+        moved = (
+            f"{name} {direction} against the models ranked above it"
+            if finding.over_above
+            else f"{name} {direction}"
+        )
+        reason = (
+            f"Overall verdicts moved {moved} far more than chance "
+            f"(z = {finding.z:.1f}, {RIGGING_UNITS[finding.unit]})."
+        )
+        held += Rater.objects.filter(pk=rater.pk, held_out_at__isnull=True, restored_by="").update(
+            held_out_at=now, held_out_reason=reason[:300]
+        )
+    return held

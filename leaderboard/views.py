@@ -16,6 +16,7 @@ from leaderboard.selectors import (
     methodology_figures,
     model_for_page,
     model_page,
+    rigging_facts,
     tournament_choices,
 )
 from raters.selectors import qc_error_rates
@@ -74,6 +75,7 @@ def methodology(request, *, fragment: bool):
         "qc_rates": qc_error_rates(),
         "figures": methodology_figures(tournament=resolved[0]) if resolved else None,
         "tournaments": tournament_choices(),
+        "rigging": rigging_facts(),
     }
     template = "leaderboard/_methodology.html" if fragment else "leaderboard/methodology.html"
     return render(request, template, context)

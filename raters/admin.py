@@ -57,6 +57,10 @@ class StudyAdmin(admin.ModelAdmin):
         ("Panel", {"fields": ["panel", "external_study_id", "return_url"]}),
         ("Codes", {"fields": ["completion_code", "screen_out_code", "quota_full_code"]}),
         ("Session", {"fields": ["battles_per_session", "abandon_after_minutes"]}),
+        (
+            "Sybil friction (entries without a panel id)",
+            {"fields": ["new_raters_per_network_hour", "honeypot"]},
+        ),
     ]
 
     @admin.display(description="Quotas")

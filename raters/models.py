@@ -111,6 +111,18 @@ class Study(models.Model):
         validators=[MinValueValidator(1)],
         help_text="An admitted rater with no vote after this long gives their quota slots back.",
     )
+    # Sybil friction on entries without a panel id: raters are free to make, networks are not.
+    new_raters_per_network_hour = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=20,
+        help_text="Entries without a panel id: at most this many new raters from one network (an IPv4 "
+        "address or an IPv6 /64, kept only as a keyed fingerprint) per hour. Empty: no cap.",
+    )
+    honeypot = models.BooleanField(
+        default=True,
+        help_text="The consent form carries a field people never see; an entry that fills it is refused.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -171,6 +183,15 @@ class Rater(models.Model):
     # open-link raters: NULLs never collide in the one-rater-per-participant constraint.
     participant_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001
     panel_session_hash = models.CharField(max_length=64, blank=True, editable=False)
+    # HMAC of the network the rater entered from (never the address): for the per-network entry cap and
+    # for judging small raters together with the others from their network.
+    network_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    # Set by the rigging check (leaderboard.services.raters_rigging_hold_out): the rater's votes moved one
+    # model's standing far more than chance, so they are left out of published boards until staff restore
+    # them. A restored rater is never held out automatically again.
+    held_out_at = models.DateTimeField(null=True, blank=True, editable=False)
+    held_out_reason = models.CharField(max_length=300, blank=True, editable=False)
+    restored_by = models.CharField(max_length=150, blank=True, editable=False)
     status = models.CharField(max_length=15, choices=Status.choices, default=Status.CONSENTED)
     consented_at = models.DateTimeField()
     country = models.ForeignKey(Country, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
@@ -194,6 +215,11 @@ class Rater(models.Model):
                 condition=Q(source="open", participant_hash__isnull=True)
                 | Q(source="panel", participant_hash__isnull=False),
                 name="rater_panel_has_participant",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["study", "network_fingerprint", "created_at"], name="rater_network_arrivals"
             ),
         ]
 

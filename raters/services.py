@@ -1,5 +1,6 @@
 import hashlib
 import logging
+import math
 import secrets
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -12,7 +13,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.errors import Conflict, InvalidInput
+from config.celery_app import enqueue_on_commit
+from config.errors import Conflict, InvalidInput, RateLimited
 from raters.defaults import AXES, COUNTRIES, default_options, group_slug
 from raters.models import (
     ApiClient,
@@ -81,9 +83,16 @@ def panel_entry_read(*, study: Study, params: Mapping[str, str]) -> PendingEntry
     )
 
 
-def rater_create(*, entry: PendingEntry, api_client: ApiClient | None = None) -> Rater:
+def rater_create(
+    *,
+    entry: PendingEntry,
+    api_client: ApiClient | None = None,
+    network_fingerprint: str = "",
+    honeypot: str = "",
+) -> Rater:
     """Record a consenting rater, from the website or from `api_client`. A participant who already has a
-    rater in this study gets that one back."""
+    rater in this study gets that one back. Website entries without a panel id pass the study's sybil
+    friction first (`rater_entry_check`)."""
     existing = rater_for_participant(
         study_id=entry.study_id,
         participant_hash=entry.participant_hash,
@@ -94,22 +103,59 @@ def rater_create(*, entry: PendingEntry, api_client: ApiClient | None = None) ->
             # Entered by an API client meanwhile: only that client acts for them (README, rater API).
             raise Conflict("You take part in this study through another app or site. Please continue there.")
         return existing
-    rater_audience_check(
-        study=Study.objects.select_related("tournament").get(pk=entry.study_id), api_client=api_client
-    )
+    study = Study.objects.select_related("tournament").get(pk=entry.study_id)
+    rater_audience_check(study=study, api_client=api_client)
     fields = {"study_id": entry.study_id, "participant_hash": entry.participant_hash}
+    open_entry = entry.participant_hash is None and api_client is None
     try:
         with transaction.atomic():
+            if open_entry:
+                rater_entry_check(study=study, network_fingerprint=network_fingerprint, honeypot=honeypot)
             return Rater.objects.create(
                 **fields,
                 source=Rater.Source.OPEN if entry.participant_hash is None else Rater.Source.PANEL,
                 panel_session_hash=entry.panel_session_hash,
+                network_fingerprint=network_fingerprint,
                 consented_at=timezone.now(),
                 api_client=api_client,
             )
     except IntegrityError:
         # The same participant consented in two tabs at once; the database kept one rater.
         return Rater.objects.get(**fields)
+
+
+NETWORK_WINDOW = timedelta(hours=1)
+
+
+def rater_entry_check(*, study: Study, network_fingerprint: str, honeypot: str = "") -> None:
+    """Refuse an entry without a panel id that filled the consent form's hidden field, or that would be
+    more than the study's `new_raters_per_network_hour` new raters from one network in the last hour.
+
+    Runs inside the creating transaction with the study row locked, so concurrent entries from one
+    network are counted one after another and the cap is exact.
+    """
+    if study.honeypot and honeypot.strip():
+        raise InvalidInput(
+            "This form was filled in automatically, so it was not accepted. If you are a person, please "
+            "reload the page and try again."
+        )
+    cap = study.new_raters_per_network_hour
+    if cap is None or not network_fingerprint:
+        # No fingerprint: made by the site itself (demo seed, tests), never by a request.
+        return
+    Study.objects.select_for_update().filter(pk=study.pk).exists()
+    since = timezone.now() - NETWORK_WINDOW
+    recent = Rater.objects.filter(
+        study=study, network_fingerprint=network_fingerprint, created_at__gte=since
+    ).order_by("created_at")
+    arrivals = list(recent.values_list("created_at", flat=True)[: cap + 1])
+    if len(arrivals) >= cap:
+        wait = arrivals[len(arrivals) - cap] + NETWORK_WINDOW - timezone.now()
+        raise RateLimited(
+            f"Too many new raters have started from your network in the last hour (at most {cap}). "
+            "Please try again later; if you share a network with many others, try again from another.",
+            retry_after=max(1, math.ceil(wait.total_seconds())),
+        )
 
 
 def rater_audience_check(*, study: Study, api_client: ApiClient | None) -> None:
@@ -503,3 +549,16 @@ def _own_rater(rater: Rater, client: ApiClient) -> Rater:
     if rater.api_client_id != client.pk:
         raise Conflict("This participant already takes part in this study another way.")
     return rater
+
+
+def rater_restore(*, rater: Rater, staff: str) -> bool:
+    """Put a rater the rigging check held out back on published boards, in one step: the boards are
+    refitted after commit, and the automatic check never holds this rater out again. Returns whether
+    anything changed."""
+    restored = Rater.objects.filter(pk=rater.pk, held_out_at__isnull=False).update(
+        held_out_at=None, restored_by=staff[:150]
+    )
+    if restored:
+        logger.info("rater %s restored to published boards by %s", rater.public_id, staff)
+        enqueue_on_commit("leaderboard.tasks.publish_fits_for", rater.study.tournament_id)
+    return bool(restored)

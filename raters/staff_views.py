@@ -8,7 +8,7 @@ import csv
 
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from config.errors import InvalidInput
 from raters.audit import audit_record
@@ -44,13 +44,13 @@ def _targets(study: Study) -> dict[str, int]:
 
 
 @staff_permission_required(VIEW_STUDY)
-@require_http_methods(["GET"])
+@require_safe
 def study_list(request):
     return render(request, "raters/staff/study_list.html", {"studies": Study.objects.order_by("-created_at")})
 
 
 @staff_permission_required(VIEW_STUDY)
-@require_http_methods(["GET"])
+@require_safe
 def study_dashboard(request, study_slug: str):
     study = get_object_or_404(Study, slug=study_slug)
     context = {
@@ -65,7 +65,7 @@ def study_dashboard(request, study_slug: str):
 
 
 @staff_permission_required(EXPORT_STUDY)
-@require_http_methods(["GET"])
+@require_safe
 def study_quotas_csv(request, study_slug: str):
     study = get_object_or_404(Study, slug=study_slug)
     response = HttpResponse(content_type="text/csv")

@@ -1,7 +1,8 @@
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
+from config.client_ip import network_fingerprint
 from config.errors import InvalidInput
 from raters.decorators import rater_required
 from raters.models import Country, Rater, Study
@@ -26,6 +27,10 @@ from raters.services import (
     rater_create,
     rater_screen,
 )
+
+# A field people never see or fill (hidden from view, from screen readers and from the tab order);
+# form-filling scripts tend to fill every field they find.
+HONEYPOT_FIELD = "website"
 
 
 def _start_session(
@@ -62,7 +67,7 @@ def _session_to_replace(request, *, returning: Rater | None) -> Rater | None:
     return current if current.status in ACTIVE_STATUSES else None
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def study_entry(request, study_slug: str):
     """Where a panel's study link lands, e.g. /s/<study>/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...
 
@@ -110,7 +115,7 @@ def study_entry(request, study_slug: str):
     return redirect("raters:consent")
 
 
-@require_http_methods(["GET"])
+@require_safe
 def rate_open(request):
     """The site's "Rate models" link: a rater without a panel id, in the study open to anyone."""
     if rater_from_session(request):
@@ -123,7 +128,7 @@ def rate_open(request):
     return redirect("raters:consent")
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def consent(request):
     if rater_from_session(request):
         return redirect("raters:next")
@@ -134,13 +139,18 @@ def consent(request):
     if request.method == "POST":
         if request.POST.get("agree") != "yes":
             raise InvalidInput("Please tick the box to say you agree before continuing.")
-        rater = rater_create(entry=PendingEntry(**pending))
+        rater = rater_create(
+            entry=PendingEntry(**pending),
+            network_fingerprint=network_fingerprint(request),
+            honeypot=request.POST.get(HONEYPOT_FIELD, ""),
+        )
         _start_session(request, rater=rater)
         return redirect("raters:screener")
-    return render(request, "raters/consent.html", {"study": study, "tournament": study.tournament})
+    context = {"study": study, "tournament": study.tournament, "honeypot_field": HONEYPOT_FIELD}
+    return render(request, "raters/consent.html", context)
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @rater_required
 def screener(request):
     rater = request.rater
@@ -156,7 +166,7 @@ def screener(request):
     return render(request, "raters/screener_details.html", {"country": country, "axes": axes})
 
 
-@require_http_methods(["GET"])
+@require_safe
 @rater_required
 def next_step(request):
     """Send the rater to whatever they should do now: the screener, a battle, or the end of the session."""

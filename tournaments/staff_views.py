@@ -3,11 +3,12 @@
 Each needs its permission (raters.permissions) and each change is written to the audit trail."""
 
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from raters.audit import audit_record
 from raters.models import Rater, Study
 from raters.permissions import MODERATE_RATERS, VIEW_STUDY, staff_permission_required
+from raters.services import rater_restore
 from tournaments.models import RuleOutcome, StaffAction, Strike
 from tournaments.quality import rater_exclude_by_staff, strike_lift
 from tournaments.selectors import rule_outcome_stats
@@ -19,7 +20,7 @@ def _rater_state(rater: Rater) -> dict:
 
 
 @staff_permission_required(VIEW_STUDY)
-@require_http_methods(["GET"])
+@require_safe
 def study_quality(request, study_slug: str):
     """Strikes and flags to review, with how every rule has been acting."""
     study = get_object_or_404(Study, slug=study_slug)
@@ -32,6 +33,9 @@ def study_quality(request, study_slug: str):
         .select_related("rater")
         .order_by("-created_at")[:200],
         "rule_stats": rule_outcome_stats(study=study),
+        "held_out": Rater.objects.filter(study=study)
+        .exclude(held_out_reason="")
+        .order_by("-held_out_at", "-pk")[:200],
         "actions": StaffAction.objects.filter(rater_public_id__in=study.raters.values("public_id")).order_by(
             "-created_at"
         )[:50],
@@ -72,4 +76,21 @@ def rater_exclude_view(request, study_slug: str, rater_id: str):
         before=before,
         after={**_rater_state(rater), "reason": reason},
     )
+    return redirect("tournaments:staff_quality", study_slug=study_slug)
+
+
+@staff_permission_required(MODERATE_RATERS)
+@require_http_methods(["POST"])
+def rater_restore_view(request, study_slug: str, rater_id: str):
+    rater = get_object_or_404(Rater, public_id=rater_id, study__slug=study_slug)
+    actor = request.user.get_username()
+    before = {"held_out_reason": rater.held_out_reason}
+    if rater_restore(rater=rater, staff=actor):
+        audit_record(
+            actor=actor,
+            action="rater_restore",
+            target=f"rater {rater.public_id}",
+            before=before,
+            after={"held_out": False},
+        )
     return redirect("tournaments:staff_quality", study_slug=study_slug)

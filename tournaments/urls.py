@@ -21,4 +21,9 @@ urlpatterns = [
         staff_views.rater_exclude_view,
         name="staff_rater_exclude",
     ),
+    path(
+        "staff/studies/<slug:study_slug>/raters/<uuid:rater_id>/restore/",
+        staff_views.rater_restore_view,
+        name="staff_rater_restore",
+    ),
 ]

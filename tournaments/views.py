@@ -3,7 +3,7 @@ import uuid
 from django.conf import settings
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
 from config.errors import NotFound, SessionEnded
@@ -24,7 +24,7 @@ def _battle_page_or_fragment(request, battle: Battle):
     return render(request, "tournaments/battle.html", context)
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @admitted_rater_required
 def battle_next(request):
     """The rater's battle in progress, or a new one. POST from the "next battle" button; GET from links."""
@@ -32,7 +32,7 @@ def battle_next(request):
     return redirect("tournaments:battle", public_id=battle.public_id)
 
 
-@require_http_methods(["GET"])
+@require_safe
 @admitted_rater_required
 def battle_detail(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)
@@ -69,7 +69,7 @@ def vote_create(request, public_id: uuid.UUID):
     return redirect(url)
 
 
-@require_http_methods(["GET"])
+@require_safe
 @rater_required
 def battle_reveal_page(request, public_id: uuid.UUID):
     battle = battle_for_rater(rater=request.rater, public_id=public_id)

@@ -1,5 +1,6 @@
 """Settings shared by every environment. Environment-specific modules import this and override."""
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +25,7 @@ INSTALLED_APPS = [
     "csp",
     "rest_framework",
     "drf_spectacular",
+    "axes",
     "raters",
     "tournaments",
     "leaderboard",
@@ -44,7 +46,26 @@ MIDDLEWARE = [
     "config.errors.ApplicationErrorMiddleware",
     # Last, so that under /api/ errors get the API's JSON shape before the HTML error pages.
     "config.api.ApiErrorMiddleware",
+    # After everything else, as django-axes requires: it answers a locked-out login itself.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# The staff door (django-axes): failed logins are counted per account and, separately, per client
+# network; either reaching the limit within the cool-off window refuses further attempts (429, with a
+# page saying when to retry) until the window passes, so nobody outside can lock staff out for good.
+# Every failure is kept in the admin's access-failure log for audit.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("STAFF_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("STAFF_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_network"
+AXES_RESET_ON_SUCCESS = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_LOCKOUT_CALLABLE = "config.views.staff_locked_out"
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -10,7 +10,7 @@ import functools
 
 from django.http import HttpRequest
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_safe
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
@@ -36,7 +36,7 @@ class SchemaView(PublicReadMixin, APIView):
         return conditional_response(request, api_schema, content_type=SCHEMA_CONTENT_TYPE, max_age=3600)
 
 
-@require_http_methods(["GET"])
+@require_safe
 def docs(request: HttpRequest):
     schema = api_schema()
     context = {

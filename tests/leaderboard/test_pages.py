@@ -5,6 +5,7 @@ import re
 
 import html5lib
 import pytest
+from django.utils import timezone
 
 from leaderboard.boards import boards_site_version_forget
 from leaderboard.services import fits_publish
@@ -125,6 +126,22 @@ def test_the_methodology_page_gives_live_figures(client, fitted):
     assert "excluded by quality control: 1 " in qc and "identity away: 1 " in qc
     for words in ("Thompson sampling", "full covariance", "raked", "never mix with human boards"):
         assert words in html
+
+
+def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(client, fitted, study):
+    from leaderboard.selectors import RIGGING_MEASURED
+
+    study.new_raters_per_network_hour = 7
+    study.honeypot = False
+    study.save()
+    Rater.objects.filter(pk=Rater.objects.first().pk).update(held_out_at=timezone.now(), held_out_reason="x")
+    html = client.get("/leaderboard/methodology/").content.decode()
+    defences = text_of(re.search(r'data-testid="defences".*?</ul>', html, re.S).group(0))
+    assert "Held out now: 1 " in defences
+    assert f"Study {study.name}: open to anyone; at most 7 new raters per network per hour" in defences
+    assert "form honeypot off" in defences and "after 5 wrong passwords" in defences
+    cost = text_of(re.search(r'data-testid="rigging-cost".*?</p>', html, re.S).group(0))
+    assert f"{RIGGING_MEASURED['min_cost_ratio']:.1f}\u00d7" in cost and RIGGING_MEASURED["date"] in cost
 
 
 def test_the_methodology_fragment_has_no_page_around_it(client, fitted):

@@ -10,6 +10,7 @@ BENCHMARKS = {
     "matchmaking": "bench.matchmaking",
     "web": "bench.web",
     "qc": "bench.qc",
+    "rigging": "bench.rigging",
 }
 
 
@@ -18,7 +19,9 @@ class Command(BaseCommand):
         "Print benchmark figures. ratings: replay with the closed-form TrueSkill kernel against the "
         "trueskill package, the batch fit at Arena scale, interval coverage. matchmaking: the matchmaker "
         "against uniform random pairing in simulation. web: the leaderboard page and board API under "
-        "concurrent load against a trivial view on the same server."
+        "concurrent load against a trivial view on the same server. rigging: votes a rigging attack "
+        "needs on a plain Bradley-Terry board and on Populus's defended board, and the raters the "
+        "defences hold out."
     )
 
     def add_arguments(self, parser):

@@ -1,0 +1,311 @@
+"""``bench rigging``: how many rigged votes lift a mid-table model one rank, and into the top 3, on a
+plain Bradley-Terry board of every vote (as Chatbot Arena publishes) and on Populus's published board
+with its defences; and how many attacking and honest raters the defences hold out.
+
+No public Arena-format log with rater ids and networks is at hand (Arena's releases carry neither), so
+the honest log is simulated: 60 models, 200,000 votes, 20,000 raters with a heavy-tailed number of votes
+each, personal taste (a per-rater offset on every model, sd 0.3), varying care (a skill-scale per rater;
+15% who click at random), Davidson ties (about 10%), uniform pairs, arrivals over 30 days, and networks
+shared as they are in life (most raters alone, 30% behind shared networks of up to hundreds).
+
+The attacks (Min et al., ICML 2025), each with an identifier that names a model correctly with a stated
+accuracy (a wrong guess names another model at random):
+- ``target_only``: vote for the target whenever the identifier sees it; skip every other battle.
+- ``omnipresent``: in every battle, vote for the target, or against a rival (the models just above the
+  target, or every model above it for the top-3 goal); skip battles where neither is seen.
+- ``sybil``: the omnipresent strategy carried out by a crowd of small raters spread over 50 networks.
+
+On the plain board a skipped battle costs nothing (Arena lets anyone open battles without voting). On
+Populus the matchmaker assigns each battle and a rater cannot skip one; the attacker is allowed the
+cheapest way round, abandoning the rater and entering as a new one, which costs no vote but is bounded
+by the cap on new raters per network per hour (reported as hours). Each attacking identity casts
+``per_rater`` useful votes; on Populus the attacker tries several sizes and the cheapest is reported.
+Populus's board: the detector of ``stats.rigging`` holds raters out, then a Bradley-Terry-Davidson fit
+(``stats.btd.fit_btd``) on the votes left. Rank is the order of the point estimates on both boards.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from stats.btd import Counts, fit_bt_plain, fit_btd
+from stats.rigging import VoteLog, raters_hold_out
+
+HOURS = 30 * 24
+NEW_RATERS_PER_NETWORK_HOUR = 20
+
+
+@dataclass
+class Honest:
+    log: VoteLog
+    theta: np.ndarray  # true skills
+    network: np.ndarray  # per rater
+    arrival: np.ndarray  # per rater, seconds
+    n_raters: int
+
+
+def _davidson_scores(rng, d: np.ndarray, log_nu: float) -> np.ndarray:
+    half = d / 2
+    win, loss, nu = np.exp(half), np.exp(-half), np.exp(log_nu)
+    total = win + loss + nu
+    u = rng.random(len(d))
+    return np.where(u < win / total, 1.0, np.where(u < (win + nu) / total, 0.5, 0.0))
+
+
+def simulate_honest(*, n_models: int, n_votes: int, seed: int, log_nu: float = -1.6) -> Honest:
+    rng = np.random.default_rng(seed)
+    theta = np.sort(rng.normal(0.0, 0.6, n_models))[::-1].copy()
+    per_rater = []
+    total = 0
+    while total < n_votes:
+        k = int(min(200, 1 + rng.negative_binomial(1, 1 / 10)))
+        per_rater.append(k)
+        total += k
+    per_rater = np.array(per_rater)
+    per_rater[-1] -= total - n_votes
+    n_raters = len(per_rater)
+    rater = np.repeat(np.arange(n_raters), per_rater)
+    i = rng.integers(0, n_models, n_votes)
+    j = (i + rng.integers(1, n_models, n_votes)) % n_models
+    taste = rng.normal(0.0, 0.3, (n_raters, n_models))
+    care = np.exp(rng.normal(0.0, 0.3, n_raters)) * (rng.random(n_raters) >= 0.15)
+    d = care[rater] * (theta[i] - theta[j]) + taste[rater, i] - taste[rater, j]
+    score = _davidson_scores(rng, d, log_nu)
+    shared = rng.random(n_raters) < 0.3
+    crowd_sizes = rng.zipf(1.6, 500).clip(1, 400)
+    network = np.where(
+        shared,
+        rng.choice(500, n_raters, p=crowd_sizes / crowd_sizes.sum()),
+        500 + np.arange(n_raters),
+    )
+    arrival = rng.uniform(0, HOURS * 3600.0, n_raters)
+    return Honest(VoteLog(rater, i, j, score), theta, network, arrival, n_raters)
+
+
+def _counts(log: VoteLog, n_models: int) -> Counts:
+    rows = np.column_stack(
+        [np.zeros(len(log)), log.i, log.j, log.score == 1.0, log.score == 0.0, log.score == 0.5]
+    )
+    return Counts(cells=[()], rows=rows).aggregated(n_models)
+
+
+def plain_skills(log: VoteLog, n_models: int) -> np.ndarray:
+    return fit_bt_plain(_counts(log, n_models), n_models, tol=1e-9)
+
+
+def populus_fit(log: VoteLog, n_models: int) -> tuple[np.ndarray, float]:
+    fit = fit_btd(_counts(log, n_models), n_models=n_models, n_groups=0, with_groups=False)
+    return fit.theta, fit.log_nu
+
+
+def rank_of(skills: np.ndarray, model: int) -> int:
+    return int((skills > skills[model]).sum()) + 1
+
+
+# --- Attacks -----------------------------------------------------------------------------------------
+
+
+def _identify(rng, truth: np.ndarray, accuracy: float, n_models: int) -> np.ndarray:
+    wrong = rng.random(len(truth)) >= accuracy
+    other = (truth + rng.integers(1, n_models, len(truth))) % n_models
+    return np.where(wrong, other, truth)
+
+
+def attack_stream(
+    kind: str, *, target: int, rivals: np.ndarray, accuracy: float, n_models: int, length: int, seed: int
+) -> VoteLog:
+    """``length`` attacking votes (rater ids left at 0), drawn from battles as they come, skipped ones
+    dropped. ``rivals`` are ranked by how much they stand in the way (closest above first)."""
+    rng = np.random.default_rng(seed)
+    i_parts, j_parts, s_parts, have = [], [], [], 0
+    rival_rank = np.full(n_models, -1)
+    rival_rank[rivals] = np.arange(len(rivals))
+    while have < length:
+        batch = max(4 * length, 10_000)
+        i = rng.integers(0, n_models, batch)
+        j = (i + rng.integers(1, n_models, batch)) % n_models
+        seen_i, seen_j = _identify(rng, i, accuracy, n_models), _identify(rng, j, accuracy, n_models)
+        if kind == "target_only":
+            use = (seen_i == target) | (seen_j == target)
+            score = np.where(seen_i == target, 1.0, 0.0)
+        else:
+            r_i, r_j = rival_rank[seen_i], rival_rank[seen_j]
+            t_i, t_j = seen_i == target, seen_j == target
+            # The target wins when seen; otherwise the nearer rival loses (a rival beats a non-rival).
+            score = np.where(
+                t_i,
+                1.0,
+                np.where(
+                    t_j,
+                    0.0,
+                    np.where(
+                        (r_i >= 0) & (r_j >= 0), (r_i > r_j).astype(float), np.where(r_i >= 0, 0.0, 1.0)
+                    ),
+                ),
+            )
+            use = t_i | t_j | (r_i >= 0) | (r_j >= 0)
+        i_parts.append(i[use])
+        j_parts.append(j[use])
+        s_parts.append(score[use])
+        have += int(use.sum())
+    i, j, s = (np.concatenate(parts)[:length] for parts in (i_parts, j_parts, s_parts))
+    return VoteLog(np.zeros(length, dtype=np.intp), i, j, s)
+
+
+def _with_attack(honest: Honest, attack: VoteLog, votes: int, *, per_rater: int, networks: int):
+    """Honest log plus the first ``votes`` attacking votes, ``per_rater`` to a new rater, the raters
+    spread over ``networks`` networks and arriving as fast as the cap on new raters allows."""
+    n_attackers = -(-votes // per_rater) if votes else 0
+    rater = honest.n_raters + np.arange(votes) // per_rater
+    log = VoteLog(
+        np.r_[honest.log.rater, rater],
+        np.r_[honest.log.i, attack.i[:votes]],
+        np.r_[honest.log.j, attack.j[:votes]],
+        np.r_[honest.log.score, attack.score[:votes]],
+    )
+    index = np.arange(n_attackers)
+    network = np.r_[honest.network, -1 - index % networks]
+    per_hour = NEW_RATERS_PER_NETWORK_HOUR * networks
+    start = HOURS / 2 * 3600.0
+    arrival = np.r_[honest.arrival, start + 3600.0 * index / per_hour]
+    return log, network, arrival, honest.n_raters + n_attackers, n_attackers
+
+
+def _populus_board(honest: Honest, attack: VoteLog, votes: int, *, per_rater: int, networks: int):
+    n_models = len(honest.theta)
+    log, network, arrival, n_raters, n_attackers = _with_attack(
+        honest, attack, votes, per_rater=per_rater, networks=networks
+    )
+    detection = raters_hold_out(
+        log,
+        fit=lambda kept: populus_fit(kept, n_models),
+        n_raters=n_raters,
+        network=network,
+        arrival=arrival,
+    )
+    theta, _ = populus_fit(log.subset(~detection.held_out[log.rater]), n_models)
+    held = detection.held_out
+    return theta, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
+
+
+def _votes_needed(reaches, limit: int) -> int | None:
+    """Fewest votes for which ``reaches(votes)`` holds, by doubling then bisection (None past limit)."""
+    low, high = 0, 16
+    while not reaches(high):
+        low, high = high, high * 2
+        if high > limit:
+            return None
+    while high - low > max(1, high // 50):
+        middle = (low + high) // 2
+        if reaches(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+ATTACKS = {
+    # name: (kind, identifier accuracy, networks the attacker's raters use, per-rater sizes Populus tries)
+    "target_only_90": ("target_only", 0.9, 5, (1, 5, 20, 60)),
+    "target_only_100": ("target_only", 1.0, 5, (1, 5, 20, 60)),
+    "omnipresent_90": ("omnipresent", 0.9, 5, (1, 5, 20, 60)),
+    "omnipresent_100": ("omnipresent", 1.0, 5, (1, 5, 20, 60)),
+    "sybil_90": ("omnipresent", 0.9, 50, (1, 2, 5)),
+    "sybil_100": ("omnipresent", 1.0, 50, (1, 2, 5)),
+}
+
+
+def run(
+    *, quick: bool = False, n_models: int = 60, n_votes: int = 200_000, seed: int = 0, limit_factor: int = 30
+) -> dict:
+    """Per attack and goal: votes needed on each board, their ratio, and the raters held out."""
+    started = time.perf_counter()
+    if quick:
+        n_models, n_votes = 20, 20_000
+    honest = simulate_honest(n_models=n_models, n_votes=n_votes, seed=seed)
+    clean_plain = plain_skills(honest.log, n_models)
+    order = np.argsort(-clean_plain)
+    target = int(order[n_models // 2])
+    start_rank = rank_of(clean_plain, target)
+    goals = {"one_rank": start_rank - 1, "top_3": 3}
+    clean_detection = raters_hold_out(
+        honest.log,
+        fit=lambda kept: populus_fit(kept, n_models),
+        n_raters=honest.n_raters,
+        network=honest.network,
+        arrival=honest.arrival,
+    )
+    results: dict = {
+        "models": n_models,
+        "honest_votes": n_votes,
+        "honest_raters": honest.n_raters,
+        "target_rank": start_rank,
+        "honest_held_out_without_attack": float(clean_detection.held_out.mean()),
+    }
+    attacks = dict(list(ATTACKS.items())[::2]) if quick else ATTACKS
+    ratios, caught, honest_shares = [], [], [float(clean_detection.held_out.mean())]
+    for name, (kind, accuracy, networks, sizes) in attacks.items():
+        for goal, wanted in goals.items():
+            above = order[: start_rank - 1]
+            rivals = above[::-1][:3] if goal == "one_rank" else above[::-1]
+            limit = 2_000 if quick else 200_000
+            stream = attack_stream(
+                kind,
+                target=target,
+                rivals=rivals,
+                accuracy=accuracy,
+                n_models=n_models,
+                length=limit,
+                seed=seed + 1,
+            )
+
+            def plain_reaches(votes: int, stream=stream, wanted=wanted) -> bool:
+                log, *_ = _with_attack(honest, stream, votes, per_rater=1, networks=1)
+                return rank_of(plain_skills(log, n_models), target) <= wanted
+
+            plain_cost = _votes_needed(plain_reaches, limit)
+            row = {"plain_votes": plain_cost}
+            best = None
+            cap = min(limit, limit_factor * (plain_cost or limit))
+            for per_rater in sizes:
+
+                def populus_reaches(
+                    votes: int, per_rater=per_rater, stream=stream, wanted=wanted, networks=networks
+                ) -> bool:
+                    theta, *_ = _populus_board(honest, stream, votes, per_rater=per_rater, networks=networks)
+                    return rank_of(theta, target) <= wanted
+
+                cost = _votes_needed(populus_reaches, cap)
+                if cost is not None and (best is None or cost < best[0]):
+                    best = (cost, per_rater)
+            if best is None:
+                row.update(populus_votes=None, populus_votes_at_least=cap)
+                effective, per_rater = cap, sizes[0]
+            else:
+                effective, per_rater = best
+                row.update(populus_votes=effective, populus_per_rater=per_rater)
+            _, held_attackers, n_attackers, honest_held = _populus_board(
+                honest, stream, effective, per_rater=per_rater, networks=networks
+            )
+            ratio = effective / plain_cost if plain_cost else None
+            row.update(
+                cost_ratio=ratio,
+                cost_ratio_is_lower_bound=best is None,
+                attackers=int(n_attackers),
+                attackers_held_out=float(held_attackers / max(n_attackers, 1)),
+                honest_held_out=float(honest_held),
+                hours_at_network_cap=float(n_attackers / (NEW_RATERS_PER_NETWORK_HOUR * networks)),
+            )
+            results[f"{name}.{goal}"] = row
+            if ratio is not None and accuracy < 1.0:
+                ratios.append(ratio)
+            caught.append((held_attackers, n_attackers))
+            honest_shares.append(float(honest_held))
+    results["min_cost_ratio"] = min(ratios) if ratios else None
+    results["attackers_held_out"] = float(sum(c for c, _ in caught) / max(1, sum(n for _, n in caught)))
+    results["honest_held_out"] = max(honest_shares)
+    results["seconds"] = time.perf_counter() - started
+    return results

@@ -1,0 +1,231 @@
+"""Vote-rigging detection: which raters' votes move one model's standing far more than chance.
+
+Pure numpy (no Django), so the published fit, the benchmark (``bench/rigging.py``) and the tests share it.
+
+The statistic
+-------------
+Under the published fit each vote ``(i, j)`` gives model ``i`` an expected score ``e`` (win 1, tie 1/2,
+loss 0) and a variance ``v``. For a unit ``u`` (a rater, or a crowd of raters) and a model ``m``,
+
+    excess[u, m] = sum over u's votes with m of (m's score - e),   z[u, m] = excess / sqrt(var + 1).
+
+An honest unit's excess has mean about zero whatever its size. A rater who votes for a target whenever
+it appears piles up a positive excess on it; one who votes against the target's neighbours in battles
+without the target (the "omnipresent" attack) piles up a negative excess on each neighbour. The ``+ 1``
+in the denominator keeps one surprising vote (an upset at p = 0.02 would otherwise be z = 7) from ever
+looking like a campaign: one vote can never reach |z| > 1.
+
+The same is computed for each model's excess *over the models ranked above it* (its own excess minus
+theirs), with the variance that follows vote by vote: an "omnipresent" attacker who spreads small losses
+over every model above the target moves that sum a lot while moving no single rival much.
+
+A unit is flagged when some model has |z| above ``z_threshold`` (default 5: under the normal
+approximation about 6e-7 per model, so a few in ten thousand honest raters over 60 models). Raters with
+at least ``min_votes`` compared votes are judged alone. Every rater is also judged together with the
+raters who share their network fingerprint, and with those who arrived in the same arrival window, so
+a crowd split into many small raters is seen as the crowd it is. In a flagged crowd
+only the members who pushed the flagged model the flagged way are held out (in an arrival window, only
+those of them who arrived with others from their own network). The detector refits and
+looks again ``rounds`` times, since a large campaign shifts the fit it is judged against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DEFAULT_Z_THRESHOLD = 5.0
+DEFAULT_MIN_VOTES = 20
+DEFAULT_BURST_SECONDS = 3600.0
+
+
+@dataclass
+class VoteLog:
+    """Votes as parallel arrays: rater index, the two models, and model i's score (1, 0.5 or 0)."""
+
+    rater: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    score: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.rater = np.asarray(self.rater, dtype=np.intp)
+        self.i = np.asarray(self.i, dtype=np.intp)
+        self.j = np.asarray(self.j, dtype=np.intp)
+        self.score = np.asarray(self.score, dtype=float)
+
+    def __len__(self) -> int:
+        return len(self.rater)
+
+    def subset(self, keep: np.ndarray) -> VoteLog:
+        return VoteLog(self.rater[keep], self.i[keep], self.j[keep], self.score[keep])
+
+
+@dataclass
+class Finding:
+    """Why a rater is held out: the model whose standing their unit moved, which way, and how far."""
+
+    rater: int
+    model: int
+    z: float
+    unit: str  # "rater", "network" or "burst"
+    over_above: bool = False  # moved against the models ranked above it, rather than alone
+
+
+@dataclass
+class Detection:
+    held_out: np.ndarray  # bool per rater
+    findings: dict[int, Finding] = field(default_factory=dict)
+
+
+def expected_scores(theta: np.ndarray, log_nu: float, i: np.ndarray, j: np.ndarray):
+    """Model i's expected score against j under Bradley-Terry-Davidson, and its variance."""
+    half = (theta[i] - theta[j]) / 2
+    nu = np.exp(log_nu) if np.isfinite(log_nu) else 0.0
+    win, loss = np.exp(half), np.exp(-half)
+    total = win + loss + nu
+    p_win, p_tie = win / total, nu / total
+    mean = p_win + p_tie / 2
+    return mean, p_win + p_tie / 4 - mean**2
+
+
+def excess_table(log: VoteLog, theta: np.ndarray, log_nu: float, n_raters: int):
+    """Per rater, 2 x n_models columns of summed excess and its variance: first each model's own excess,
+    then each model's excess *over the models ranked above it* (its own minus theirs), which is what an
+    attacker who spreads small losses over every rival moves, while no single rival moves much."""
+    n_models = len(theta)
+    mean, var = expected_scores(theta, log_nu, log.i, log.j)
+    resid = log.score - mean
+    excess = np.zeros(n_raters * n_models)
+    variance = np.zeros(n_raters * n_models)
+    np.add.at(excess, log.rater * n_models + log.i, resid)
+    np.add.at(excess, log.rater * n_models + log.j, -resid)
+    np.add.at(variance, log.rater * n_models + log.i, var)
+    np.add.at(variance, log.rater * n_models + log.j, var)
+    excess, variance = excess.reshape(n_raters, n_models), variance.reshape(n_raters, n_models)
+    order = np.argsort(-theta, kind="stable")
+    rank = np.empty(n_models, dtype=np.intp)
+    rank[order] = np.arange(n_models)
+    by_rank = excess[:, order]
+    over_above = np.empty_like(by_rank)
+    over_above[:, order] = by_rank - (np.cumsum(by_rank, axis=1) - by_rank)
+    # A vote between the models ranked lo < hi changes "m over those above" by its residual for every m
+    # ranked in [lo, hi) and by twice it for m at hi (one side is m, the other above it); 0 elsewhere.
+    low, high = np.minimum(rank[log.i], rank[log.j]), np.maximum(rank[log.i], rank[log.j])
+    steps = np.zeros(n_raters * (n_models + 1))
+    points = np.zeros(n_raters * n_models)
+    np.add.at(steps, log.rater * (n_models + 1) + low, var)
+    np.add.at(steps, log.rater * (n_models + 1) + high, -var)
+    np.add.at(points, log.rater * n_models + high, 4 * var)
+    spread = np.cumsum(steps.reshape(n_raters, n_models + 1), axis=1)[:, :n_models]
+    over_variance = np.empty_like(spread)
+    over_variance[:, order] = spread + points.reshape(n_raters, n_models)
+    return np.hstack([excess, over_above]), np.hstack([variance, over_variance])
+
+
+def _crowd_findings(
+    units: np.ndarray,
+    members: np.ndarray,
+    excess: np.ndarray,
+    variance: np.ndarray,
+    z_threshold: float,
+    label: str,
+    companions: np.ndarray | None = None,
+) -> dict[int, Finding]:
+    """Sum the members' rows per unit; in each flagged unit, the members who pushed the flagged way."""
+    found: dict[int, Finding] = {}
+    if not len(members):
+        return found
+    keys, inverse = np.unique(units[members], return_inverse=True)
+    sums = np.zeros((len(keys), excess.shape[1]))
+    variances = np.zeros_like(sums)
+    np.add.at(sums, inverse, excess[members])
+    np.add.at(variances, inverse, variance[members])
+    z = sums / np.sqrt(variances + 1.0)
+    worst = np.abs(z).argmax(axis=1)
+    worst_z = z[np.arange(len(keys)), worst]
+    for unit in np.flatnonzero(np.abs(worst_z) > z_threshold):
+        model, sign = worst[unit], np.sign(worst_z[unit])
+        inside = members[inverse == unit]
+        pushed = inside[sign * excess[inside, model] > 0]
+        if companions is not None:
+            # An arrival window holds honest newcomers too; of those who pushed the flagged way, only
+            # the ones who came with others from their own network are taken to be the crowd.
+            shared = np.unique(companions[pushed], return_counts=True)
+            crowded = set(shared[0][shared[1] > 1].tolist())
+            pushed = np.array([rater for rater in pushed if companions[rater] in crowded], dtype=np.intp)
+        n_models = excess.shape[1] // 2
+        for rater in pushed:
+            found.setdefault(
+                int(rater),
+                Finding(int(rater), int(model % n_models), float(worst_z[unit]), label, model >= n_models),
+            )
+    return found
+
+
+def raters_judge(
+    log: VoteLog,
+    *,
+    theta: np.ndarray,
+    log_nu: float,
+    n_raters: int,
+    network: np.ndarray | None = None,
+    arrival: np.ndarray | None = None,
+    z_threshold: float = DEFAULT_Z_THRESHOLD,
+    min_votes: int = DEFAULT_MIN_VOTES,
+    burst_seconds: float = DEFAULT_BURST_SECONDS,
+) -> dict[int, Finding]:
+    """One pass of the detector against a given fit: the raters to hold out, each with its reason."""
+    excess, variance = excess_table(log, theta, log_nu, n_raters)
+    votes = np.bincount(log.rater, minlength=n_raters)
+    active = votes > 0
+    alone = np.flatnonzero(active & (votes >= min_votes))
+    found = _crowd_findings(np.arange(n_raters), alone, excess, variance, z_threshold, "rater")
+    # Crowds take every rater, not only the small ones: otherwise a crowd of raters just above
+    # min_votes, each harmless alone, would be judged by no one.
+    small = np.flatnonzero(active)
+    if network is not None:
+        for rater, finding in _crowd_findings(
+            np.asarray(network), small, excess, variance, z_threshold, "network"
+        ).items():
+            found.setdefault(rater, finding)
+    if arrival is not None:
+        windows = np.floor(np.asarray(arrival, dtype=float) / burst_seconds).astype(np.int64)
+        companions = np.asarray(network) if network is not None else None
+        burst = _crowd_findings(windows, small, excess, variance, z_threshold, "burst", companions)
+        for rater, finding in burst.items():
+            found.setdefault(rater, finding)
+    return found
+
+
+def raters_hold_out(
+    log: VoteLog,
+    *,
+    fit: Callable[[VoteLog], tuple[np.ndarray, float]],
+    n_raters: int,
+    network: np.ndarray | None = None,
+    arrival: np.ndarray | None = None,
+    rounds: int = 2,
+    **thresholds,
+) -> Detection:
+    """Judge, hold out, refit without the held-out raters and judge again (``rounds`` times).
+
+    ``fit(log)`` returns ``(theta, log_nu)`` for the votes given; everyone is judged against the fit of
+    the votes still counted, so a large campaign cannot hide by dragging the fit along with it.
+    """
+    held = np.zeros(n_raters, dtype=bool)
+    findings: dict[int, Finding] = {}
+    for _ in range(rounds):
+        theta, log_nu = fit(log.subset(~held[log.rater]))
+        found = raters_judge(
+            log, theta=theta, log_nu=log_nu, n_raters=n_raters, network=network, arrival=arrival, **thresholds
+        )
+        new = [rater for rater in found if not held[rater]]
+        if not new:
+            break
+        for rater in new:
+            held[rater] = True
+            findings[rater] = found[rater]
+    return Detection(held_out=held, findings=findings)

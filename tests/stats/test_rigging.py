@@ -1,0 +1,144 @@
+"""The rigging detector (stats.rigging): honest raters pass, a rater or a crowd that moves one model's
+standing far more than chance is held out with its reason."""
+
+import numpy as np
+
+from stats.rigging import VoteLog, excess_table, expected_scores, raters_hold_out, raters_judge
+
+N_MODELS = 12
+THETA = np.linspace(1.0, -1.0, N_MODELS)
+
+
+def honest_votes(rng, n_raters: int, per_rater: int, first_rater: int = 0) -> VoteLog:
+    rater = np.repeat(np.arange(first_rater, first_rater + n_raters), per_rater)
+    i = rng.integers(0, N_MODELS, len(rater))
+    j = (i + rng.integers(1, N_MODELS, len(rater))) % N_MODELS
+    p = 1 / (1 + np.exp(-(THETA[i] - THETA[j])))
+    return VoteLog(rater, i, j, (rng.random(len(rater)) < p).astype(float))
+
+
+def joined(*logs: VoteLog) -> VoteLog:
+    return VoteLog(*(np.concatenate([getattr(log, f) for log in logs]) for f in ("rater", "i", "j", "score")))
+
+
+def true_fit(_log):
+    return THETA, -np.inf
+
+
+def test_it_gives_the_bradley_terry_davidson_expected_score_and_variance():
+    mean, var = expected_scores(np.array([0.0, 0.0]), np.log(1.0), np.array([0]), np.array([1]))
+    # Equal skills, nu = 1: win, tie and loss each 1/3.
+    assert np.isclose(mean[0], 0.5) and np.isclose(var[0], 1 / 3 + 1 / 12 - 0.25)
+    mean, var = expected_scores(np.array([1.0, 0.0]), -np.inf, np.array([0]), np.array([1]))
+    assert np.isclose(mean[0], 1 / (1 + np.exp(-1))) and np.isclose(var[0], mean[0] * (1 - mean[0]))
+
+
+def test_it_holds_out_no_honest_rater():
+    rng = np.random.default_rng(1)
+    log = honest_votes(rng, 2_000, 15)
+    network = rng.integers(0, 300, 2_000)
+    detection = raters_hold_out(log, fit=true_fit, n_raters=2_000, network=network, arrival=rng.random(2_000))
+    assert not detection.held_out.any()
+
+
+def test_it_holds_out_a_rater_who_votes_for_one_model_whenever_it_appears():
+    rng = np.random.default_rng(2)
+    honest = honest_votes(rng, 500, 20)
+    target = N_MODELS - 2  # a weak model that honestly wins about a quarter of its battles
+    opponents = rng.choice([m for m in range(N_MODELS) if m != target], 60)
+    rigger = VoteLog(np.full(60, 500), np.full(60, target), opponents, np.ones(60))
+    found = raters_judge(joined(honest, rigger), theta=THETA, log_nu=-np.inf, n_raters=501)
+    assert set(found) == {500}
+    assert found[500].model == target and found[500].z > 5 and found[500].unit == "rater"
+
+
+def test_it_sees_votes_against_a_rival_in_battles_without_the_target():
+    rng = np.random.default_rng(3)
+    honest = honest_votes(rng, 500, 20)
+    rival = 1
+    opponents = rng.choice([m for m in range(N_MODELS) if m != rival], 60)
+    rigger = VoteLog(np.full(60, 500), np.full(60, rival), opponents, np.zeros(60))
+    found = raters_judge(joined(honest, rigger), theta=THETA, log_nu=-np.inf, n_raters=501)
+    assert set(found) == {500} and found[500].model == rival and found[500].z < -5
+
+
+def test_it_judges_small_raters_together_with_their_network_and_their_arrival_burst():
+    rng = np.random.default_rng(4)
+    honest = honest_votes(rng, 500, 20)
+    target = N_MODELS - 2
+    crowd = np.arange(500, 560)  # sixty raters of two votes each, far below the 20-vote threshold
+    rater = np.repeat(crowd, 2)
+    opponents = rng.choice([m for m in range(N_MODELS) if m != target], len(rater))
+    sybils = VoteLog(rater, np.full(len(rater), target), opponents, np.ones(len(rater)))
+    log = joined(honest, sybils)
+    alone = raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=560)
+    assert not alone
+    network = np.r_[np.arange(500), np.full(60, 10_000)]
+    by_network = raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=560, network=network)
+    assert set(by_network) == set(crowd) and {f.unit for f in by_network.values()} == {"network"}
+    arrival = np.r_[rng.uniform(0, 3600 * 99, 500), np.full(60, 3600 * 100 + 5.0)]  # honest ones before
+    by_burst = raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=560, arrival=arrival)
+    assert set(by_burst) == set(crowd) and {f.unit for f in by_burst.values()} == {"burst"}
+
+
+def test_it_refits_without_the_held_out_raters_and_looks_again():
+    rng = np.random.default_rng(5)
+    honest = honest_votes(rng, 300, 20)
+    target = N_MODELS - 1
+    rigger = VoteLog(
+        np.full(200, 300), np.full(200, target), rng.integers(0, N_MODELS - 1, 200), np.ones(200)
+    )
+    fits = []
+
+    def counting_fit(log):
+        fits.append(len(log))
+        return THETA, -np.inf
+
+    detection = raters_hold_out(joined(honest, rigger), fit=counting_fit, n_raters=301)
+    assert detection.held_out[300] and detection.held_out.sum() == 1
+    assert fits[0] == len(honest) + 200 and fits[1] == len(honest)
+
+
+def test_it_spares_honest_newcomers_who_arrive_alone_in_a_flagged_hour():
+    rng = np.random.default_rng(6)
+    target = N_MODELS - 2
+    newcomer = VoteLog(np.array([0]), np.array([target]), np.array([0]), np.array([1.0]))  # an upset
+    crowd = np.arange(1, 61)
+    rater = np.repeat(crowd, 2)
+    opponents = rng.choice([m for m in range(N_MODELS) if m != target], len(rater))
+    sybils = VoteLog(rater, np.full(len(rater), target), opponents, np.ones(len(rater)))
+    network = np.r_[0, 1 + np.arange(60) % 6]  # the crowd: ten raters on each of six networks
+    arrival = np.full(61, 3600 * 7 + 1.0)
+    found = raters_judge(
+        joined(newcomer, sybils), theta=THETA, log_nu=-np.inf, n_raters=61, network=network, arrival=arrival
+    )
+    assert set(found) == set(crowd)
+
+
+def test_it_sums_each_models_excess_over_the_models_above_it_vote_by_vote():
+    rng = np.random.default_rng(7)
+    log = honest_votes(rng, 5, 30)
+    theta = rng.normal(0, 1, N_MODELS)
+    excess, variance = excess_table(log, theta, np.log(0.3), 5)
+    mean, var = expected_scores(theta, np.log(0.3), log.i, log.j)
+    above = theta[None, :] > theta[:, None]  # above[m, k]: k is ranked above m
+    for m in range(N_MODELS):
+        side = np.where(np.arange(N_MODELS) == m, 1.0, np.where(above[m], -1.0, 0.0))
+        coef = side[log.i] - side[log.j]
+        for rater in range(5):
+            mine = log.rater == rater
+            assert np.isclose(excess[rater, N_MODELS + m], (coef * (log.score - mean))[mine].sum())
+            assert np.isclose(variance[rater, N_MODELS + m], (coef**2 * var)[mine].sum())
+
+
+def test_it_catches_an_attacker_who_spreads_small_losses_over_every_rival_above_the_target():
+    rng = np.random.default_rng(8)
+    honest = honest_votes(rng, 500, 20)
+    target = 9
+    rivals = np.arange(target)  # every model above it
+    # In each battle with a rival, the rival loses to a model ranked below the target.
+    i = rng.choice(rivals, 150)
+    j = rng.integers(target + 1, N_MODELS, 150)
+    rigger = VoteLog(np.full(150, 500), i, j, np.zeros(150))
+    found = raters_judge(joined(honest, rigger), theta=THETA, log_nu=-np.inf, n_raters=501)
+    assert set(found) == {500} and found[500].over_above

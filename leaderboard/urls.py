@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard import personal_views, views
+from leaderboard import personal_views, staff_views, views
 
 app_name = "leaderboard"
 
@@ -9,4 +9,5 @@ urlpatterns = [
     path("leaderboard/models/<slug:slug>/", views.model_detail, name="model"),
     path("leaderboard/methodology/", views.methodology, name="methodology"),
     path("leaderboard/personal/", personal_views.personal, name="personal"),
+    path("staff/studies/<slug:study_slug>/boards/", staff_views.study_boards, name="staff_study_boards"),
 ]

@@ -149,6 +149,13 @@ class Tournament(models.Model):
     trueskill_sigma = models.FloatField(default=25 / 3, validators=[MinValueValidator(0.001)])
     trueskill_beta = models.FloatField(default=25 / 6, validators=[MinValueValidator(0.001)])
     trueskill_tau = models.FloatField(default=25 / 3 / 100, validators=[MinValueValidator(0.0)])
+    # A board names its leader only when the top model's P(best) reaches this (stats.announce).
+    leader_threshold = models.FloatField(
+        default=0.95,
+        validators=[MinValueValidator(0.51), MaxValueValidator(0.999)],
+        help_text="A board announces its leader only when the top model's P(best) is at least this; "
+        "until then it shows 'no clear leader yet'.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -156,6 +163,11 @@ class Tournament(models.Model):
             models.CheckConstraint(
                 condition=Q(min_turns__gte=1, max_turns__gte=F("min_turns")),
                 name="tournament_turn_limits_valid",
+            ),
+            # Above one half, so at most one model can be announced; below one, so it can be reached.
+            models.CheckConstraint(
+                condition=Q(leader_threshold__gt=0.5, leader_threshold__lt=1.0),
+                name="tournament_leader_threshold_valid",
             ),
         ]
 

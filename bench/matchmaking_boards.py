@@ -60,7 +60,7 @@ import time
 
 import numpy as np
 
-from stats.board_mix import Goal, board_need, mixture
+from stats.board_mix import Goal, Weights, board_need, mixture
 from stats.census import PRESETS
 from stats.matchmaker import Matchmaker
 
@@ -158,6 +158,7 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
     pairs_all = [(i, j) for i in range(n) for j in range(i + 1, n)]
     counts = dict.fromkeys(pairs_all, 0)
     goal = Goal(threshold=THRESHOLD)
+    weights = Weights(**sizes.get("weights", {}))
     needs_cache: dict = {}
     running: list = []  # (rater, pair, outcome draws)
     queue: list = []  # raters waiting for their next battle: [groups, careless, met, left]
@@ -179,6 +180,7 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
                 raters=raters_on[board],
                 tie_parameter=m.tie_parameter(),
                 goal=goal,
+                weights=weights,
             )
         return needs_cache[key]
 
@@ -308,6 +310,8 @@ def _passes(value: float, rule: tuple[str, float]) -> bool:
 
 
 def run(*, quick: bool = False, **overrides) -> dict:
+    """The figures above. ``overrides`` replace sizes (``seeds``, ``horizon``, ``checkpoint``,
+    ``budgets``) or set the need weights of the new policy (``weights={"intervals": 0.0}``)."""
     sizes = {**(QUICK if quick else FULL), **overrides}
     if sizes["seeds"] < 2:
         raise ValueError("at least 2 seeds: the two halves are compared")

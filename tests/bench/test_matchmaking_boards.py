@@ -48,3 +48,13 @@ def test_both_policies_see_the_same_study_and_announce_only_above_the_threshold(
         assert set(result["taus"][200]) == {(b, k) for b in (None, *range(22)) for k in range(3)}
         assert len(result["z"]) == MODELS * (MODELS - 1) // 2
     assert new["max_pair_share"] != uniform["max_pair_share"] or new["taus"] != uniform["taus"]
+
+
+def test_the_need_weights_of_the_new_policy_can_be_set():
+    study = Study(seed=2)
+    sizes = {"horizon": 100, "checkpoint": 50, "budgets": (100,)}
+    default = simulate(study, policy="new", sizes=sizes, seed=2)
+    flat = simulate(
+        study, policy="new", sizes={**sizes, "weights": {"leader": 0, "intervals": 0, "raters": 0}}, seed=2
+    )
+    assert default["taus"] != flat["taus"] or default["max_pair_share"] != flat["max_pair_share"]

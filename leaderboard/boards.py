@@ -34,8 +34,12 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from config.errors import InvalidInput
 from leaderboard.models import FitScore, FitSnapshot
 from raters.models import Group, Rater
+from stats.announce import battles_to_announce, leader_index
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
 
+# What a board says about its leader, on pages, in the API and in the downloads.
+LEADER = "leader"
+NO_CLEAR_LEADER = "no clear leader yet"
 # Versioned entries are never overwritten, only abandoned by a bump; they expire on their own.
 CACHE_SECONDS = 24 * 3600
 
@@ -84,6 +88,35 @@ class Board:
     def battles(self) -> int:
         """Counted battles on the board (each entry counts its battles, so every battle twice)."""
         return sum(e.battles for e in self.entries) // 2
+
+    @property
+    def leader(self) -> BoardEntry | None:
+        """The announced leader: the model whose P(best) reached the tournament's leader_threshold
+        (None: no clear leader yet, or the board is suppressed or not fitted)."""
+        index = leader_index([e.p_best for e in self.entries], threshold=self.tournament.leader_threshold)
+        return None if index is None else self.entries[index]
+
+    @property
+    def leader_status(self) -> str:
+        return LEADER if self.leader is not None else NO_CLEAR_LEADER
+
+    @property
+    def battles_to_announce(self) -> int | None:
+        """Estimated further battles until a leader is announced (stats.announce); 0 once announced,
+        None when it cannot be told (fewer than two fitted models, or the top two look equal)."""
+        if self.leader is not None:
+            return 0
+        fitted = sorted((e for e in self.entries if e.score is not None), key=lambda e: -e.score)
+        if len(fitted) < 2:
+            return None
+        first, second = fitted[:2]
+        return battles_to_announce(
+            p_best=max(e.p_best or 0.0 for e in fitted),
+            leader=(first.score, first.score_low, first.score_high),
+            runner_up=(second.score, second.score_low, second.score_high),
+            battles=self.battles,
+            threshold=self.tournament.leader_threshold,
+        )
 
 
 @dataclass(frozen=True)

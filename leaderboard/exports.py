@@ -1,7 +1,9 @@
 """Open data: every board as CSV or JSON, and the anonymised battles of a tournament as JSON lines.
 
 Boards come from `leaderboard.boards`, so a suppressed board is exported exactly as the pages show it:
-flagged `suppressed`, with no counts and no figures. Only fitted dimensions have boards here (a board
+flagged `suppressed`, with no counts and no figures; and each board says, as the pages do, whether it
+announces a leader (`leader_status`, `leader`: the model whose P(best) reached the tournament's
+leader_threshold). Only fitted dimensions have boards here (a board
 is what a published fit says).
 
 Battles. One JSON object a line, in vote order, streamed from the database in chunks so a tournament of
@@ -53,7 +55,16 @@ from tournaments.models import Battle, Reply, Tournament, Turn, Vote, VoteChoice
 FORMAT_VERSION = 1
 BATTLES_PER_CHUNK = 200
 ARENA_WINNERS = {"a": "model_a", "b": "model_b", "tie": "tie"}
-BOARD_COLUMNS = ["tournament", "dimension", "group", "fitted_at", "suppressed", "raters"]
+BOARD_COLUMNS = [
+    "tournament",
+    "dimension",
+    "group",
+    "fitted_at",
+    "suppressed",
+    "raters",
+    "leader_status",
+    "leader",
+]
 # CSV column and the BoardEntry field it holds.
 ENTRY_COLUMNS = {
     "rank": "rank",
@@ -102,6 +113,8 @@ def boards_csv(boards: Iterable[Board]) -> bytes:
             board.fitted_at.isoformat() if board.fitted_at else "",
             "true" if board.suppressed else "false",
             "" if board.raters is None else board.raters,
+            board.leader_status,
+            board.leader.slug if board.leader else "",
         ]
         if board.suppressed or not board.entries:
             writer.writerow([*(_cell(value) for value in head), *[""] * len(ENTRY_COLUMNS)])

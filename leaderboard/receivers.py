@@ -1,10 +1,14 @@
 """How the ratings follow the battle flow (connected in LeaderboardConfig.ready): each recorded vote is
 applied by the single ratings writer, and a change in which votes count rebuilds the tournament's live
-ratings from the log. Both run once the sender's transaction commits."""
+ratings from the log. Both run once the sender's transaction commits. An edited tournament (e.g. its
+leader_threshold) renews the cached boards, which show what it says."""
 
+from django.db.models.signals import post_save
 from django.dispatch import receiver
 
+from leaderboard.boards import board_cache_bump
 from leaderboard.tasks import apply_votes, replay_ratings
+from tournaments.models import Tournament
 from tournaments.signals import counted_votes_changed, vote_recorded
 
 
@@ -17,3 +21,9 @@ def vote_apply(sender, *, vote_id: int, **kwargs) -> None:
 def ratings_rebuild(sender, *, tournament_ids, **kwargs) -> None:
     for tournament_id in sorted(tournament_ids):
         replay_ratings.delay_on_commit(tournament_id)
+
+
+@receiver(post_save, sender=Tournament, dispatch_uid="leaderboard.boards_renew")
+def boards_renew(sender, *, instance: Tournament, created: bool, **kwargs) -> None:
+    if not created:
+        board_cache_bump(tournament_id=instance.pk)

@@ -14,4 +14,5 @@ urlpatterns = [
         staff_views.battles_linked,
         name="staff_battles_linked",
     ),
+    path("staff/studies/<slug:study_slug>/boards/", staff_views.study_boards, name="staff_study_boards"),
 ]

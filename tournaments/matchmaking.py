@@ -5,22 +5,33 @@ keeps its proposals ready in Redis so that starting a battle costs a few millise
 
 Boards and queues
 -----------------
-A rater's votes feed the pooled board and one board per group they belong to, so each of those boards
-has its own matchmaker (fitted on that board's counted votes on the matchmaking dimension) and its own
-queue of *slots* in Redis. A slot is one proposal: the explicit distribution over pairs the matchmaker
-samples from, and the pair it drew. Slots are made one after another, each counting the earlier slots'
-pairs and the board's running battles as in flight, so raters who arrive together are spread over pairs.
+A rater's votes feed the pooled board and one board per group they belong to, on every dimension. Each
+(board, dimension) has its own matchmaker, fitted on that board's counted votes on that dimension, with
+its own tie parameter (Trust is mostly ties, Overall seldom). Each board has one queue of *slots* in
+Redis. A slot is one proposal: the board's distribution over pairs, the pair it drew, and the board's
+*need*. The distribution is the mixture of the board's dimensions' distributions weighted by what each
+still needs to reach the tournament's precision goal (`stats.board_mix`: leader announced, intervals
+narrow enough, enough raters to publish, times the information a battle carries under that dimension's
+ties); the need is their sum. Slots are made one after another, each counting the earlier slots' pairs
+and the board's running battles as in flight, so raters who arrive together are spread over pairs.
 
 Choosing for a rater
 --------------------
-1. The boards the rater feeds that have a slot ready are equally likely; one is chosen and its first
-   slot taken. With no slot anywhere (Redis lost its keys, or a new tournament), a slot for the pooled
-   board is built from the database on the spot: the battle still starts.
+1. Of the boards the rater feeds that have a slot ready, one is chosen with probability proportional
+   to its slot's need (all equally when none needs anything) and its first slot taken. With no slot
+   anywhere (Redis lost its keys, or a new tournament), a slot for the pooled board is built from the
+   database on the spot: the battle still starts.
 2. Pairs the rater cannot have are removed: a model that is cooled down or withdrawn, a pair the rater
    already met in this study. The slot's distribution is renormalised over what is left; its drawn
    pair is kept when it is still allowed (which gives the same probabilities as a fresh draw).
-3. The battle records the probability of its ordered pair: the average over the candidate boards of
-   each board's renormalised probability for the pair, halved for the random left/right placement.
+3. The battle records the probability of its ordered pair: the need-weighted average over the candidate
+   boards of each board's renormalised probability for the pair (its probability under the combined
+   distribution of every board and dimension the battle feeds), halved for the random left/right
+   placement.
+
+Choosing a board by need and then a pair from its slot is a draw from that combined distribution, so the
+recorded probability is exact, and every guarantee of the single matchmaker (floor, pair cap, in-flight
+awareness) holds for the mixture because it holds for each part.
 
 Redis holds only derived state. Its loss costs speed, never a battle or a vote. In the embedded demo
 there is no Redis, and every battle builds its slot directly.
@@ -39,8 +50,9 @@ from django.conf import settings
 
 from config.celery_app import enqueue_on_commit
 from raters.models import Rater
+from stats.board_mix import Goal, Weights, board_need, mixture, mixture_weights
 from stats.matchmaker import Matchmaker
-from tournaments.models import Battle, Dimension, LLMModel, Tournament, VoteChoice
+from tournaments.models import Battle, Dimension, LLMModel, Tournament, Vote, VoteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +75,7 @@ class Slot:
     probabilities: dict[Pair, float]  # unordered pair (lower pk first) -> probability
     pick: Pair
     made_at: float
+    need: float = 1.0  # what the board still needs (stats.board_mix): its weight among the rater's boards
 
     def to_json(self) -> str:
         return json.dumps(
@@ -70,6 +83,7 @@ class Slot:
                 "pairs": [[a, b, round(p, 9)] for (a, b), p in self.probabilities.items()],
                 "pick": list(self.pick),
                 "made_at": self.made_at,
+                "need": self.need,
             }
         )
 
@@ -80,6 +94,7 @@ class Slot:
             probabilities={(a, b): p for a, b, p in data["pairs"]},
             pick=tuple(data["pick"]),
             made_at=data["made_at"],
+            need=data.get("need", 1.0),
         )
 
     def is_stale(self) -> bool:
@@ -93,17 +108,8 @@ def pair_key(a: int, b: int) -> Pair:
 # --- Reading a board from the database --------------------------------------------------------------
 
 
-def matchmaking_dimension(tournament: Tournament) -> Dimension | None:
-    """The dimension whose votes steer matchmaking: Overall, the question every board headlines."""
-    dimensions = tournament.dimensions.order_by("position")
-    return dimensions.filter(slug="overall").first() or dimensions.first()
-
-
-def board_votes(tournament: Tournament, group_id: int | None) -> list[tuple[int, int, str]]:
-    """(model_a, model_b, outcome) of the board's counted votes on the matchmaking dimension, in order."""
-    dimension = matchmaking_dimension(tournament)
-    if dimension is None:
-        return []
+def board_votes(dimension: Dimension, group_id: int | None) -> list[tuple[int, int, str]]:
+    """(model_a, model_b, outcome) of the board's counted votes on the dimension, in order."""
     choices = VoteChoice.objects.counted().filter(dimension=dimension)
     if group_id is not None:
         choices = choices.filter(vote__battle__rater__groups=group_id)
@@ -115,6 +121,14 @@ def board_votes(tournament: Tournament, group_id: int | None) -> list[tuple[int,
     )
 
 
+def board_raters(tournament: Tournament, group_id: int | None) -> int:
+    """Distinct raters with counted votes on the board (publication needs enough of them)."""
+    votes = Vote.objects.counted().filter(battle__tournament=tournament)
+    if group_id is not None:
+        votes = votes.filter(battle__rater__groups=group_id)
+    return votes.values("battle__rater_id").distinct().count()
+
+
 def board_in_flight(tournament: Tournament, group_id: int | None) -> list[Pair]:
     battles = Battle.objects.filter(tournament=tournament, state=Battle.State.ACTIVE)
     if group_id is not None:
@@ -122,13 +136,53 @@ def board_in_flight(tournament: Tournament, group_id: int | None) -> list[Pair]:
     return [pair_key(a, b) for a, b in battles.values_list("model_a_id", "model_b_id")]
 
 
-def matchmaker_build(tournament: Tournament, group_id: int | None) -> Matchmaker:
-    votes = board_votes(tournament, group_id)
+def matchmaking_goal(tournament: Tournament) -> tuple[Goal, Weights]:
+    """The tournament's precision goal and the weights of its parts (stats.board_mix)."""
+    goal = Goal(
+        threshold=tournament.leader_threshold,
+        interval_width=tournament.matchmaking_interval_width,
+        min_raters=settings.POPULUS_MIN_GROUP_RATERS,
+    )
+    weights = Weights(
+        leader=tournament.matchmaking_weight_leader,
+        intervals=tournament.matchmaking_weight_intervals,
+        raters=tournament.matchmaking_weight_raters,
+    )
+    return goal, weights
+
+
+def board_parts(tournament: Tournament, group_id: int | None) -> list[tuple[Matchmaker, float]]:
+    """One (matchmaker, need) per dimension of the board, all over the same models; a tournament with no
+    dimension yet gets one matchmaker with no data (uniform over pairs, apart from placement)."""
+    votes = {dimension: board_votes(dimension, group_id) for dimension in tournament.dimensions.all()}
     model_ids = set(tournament.llm_models.values_list("pk", flat=True))
-    model_ids |= {a for a, _, _ in votes} | {b for _, b, _ in votes}
-    matchmaker = Matchmaker(sorted(model_ids))
-    matchmaker.observe_many(votes)
-    return matchmaker
+    for rows in votes.values():
+        model_ids |= {a for a, _, _ in rows} | {b for _, b, _ in rows}
+    models = sorted(model_ids)
+    if len(models) < 2:
+        return []
+    if not votes:
+        return [(Matchmaker(models), 1.0)]
+    goal, weights = matchmaking_goal(tournament)
+    raters = board_raters(tournament, group_id)
+    parts = []
+    for rows in votes.values():
+        # Seeded: the posterior draws behind P(best) and the policy depend only on the data, so a board's
+        # need and distribution are the same in every process that rebuilds them.
+        matchmaker = Matchmaker(models, seed=0)
+        matchmaker.observe_many(rows)
+        widest = max(high - low for low, high in matchmaker.intervals().values())
+        need = board_need(
+            p_best=max(matchmaker.probability_best().values()),
+            models=len(models),
+            widest_interval=widest,
+            raters=raters,
+            tie_parameter=matchmaker.tie_parameter(),
+            goal=goal,
+            weights=weights,
+        )
+        parts.append((matchmaker, need))
+    return parts
 
 
 def slots_make(
@@ -136,19 +190,26 @@ def slots_make(
 ) -> list[Slot]:
     """`count` proposals for the board, each counting the earlier ones (and `pending`) as in flight."""
     available = set(tournament.llm_models.available().values_list("pk", flat=True))
-    matchmaker = matchmaker_build(tournament, group_id)
-    everyone = list(matchmaker.models)
+    parts = board_parts(tournament, group_id)
+    if not parts:
+        return []
+    everyone = parts[0][0].models
     unavailable = [pair_key(a, b) for a in everyone for b in everyone if a < b and not {a, b} <= available]
     in_flight = board_in_flight(tournament, group_id) + list(pending)
+    needs = [need for _, need in parts]
     slots = []
     for _ in range(count):
         try:
-            distribution = matchmaker.pair_distribution(exclude_pairs=unavailable, in_flight=in_flight)
+            distributions = [
+                matchmaker.pair_distribution(exclude_pairs=unavailable, in_flight=in_flight)
+                for matchmaker, _ in parts
+            ]
         except ValueError:  # fewer than two models available
             break
-        # Keys are in the matchmaker's model order, which is ascending pk: already `pair_key` order.
+        # Keys are in the matchmakers' model order, which is ascending pk: already `pair_key` order.
+        distribution = mixture(distributions, needs)
         pick = _random.choices(list(distribution), weights=list(distribution.values()))[0]
-        slots.append(Slot(probabilities=distribution, pick=pick, made_at=time.time()))
+        slots.append(Slot(probabilities=distribution, pick=pick, made_at=time.time(), need=sum(needs)))
         in_flight.append(pick)
     return slots
 
@@ -232,7 +293,8 @@ def pair_choose(
         slots = slots_make(tournament, None, 1)
     chosen = slots[0]  # _candidate_slots puts the popped slot of the randomly chosen board first
     pair = chosen.pick if chosen.pick in allowed else _draw(chosen, allowed)
-    probability = sum(_allowed_share(slot, allowed, pair) for slot in slots) / len(slots)
+    weights = mixture_weights([slot.need for slot in slots])
+    probability = sum(w * _allowed_share(slot, allowed, pair) for w, slot in zip(weights, slots, strict=True))
     first, second = pair if _random.random() < 0.5 else pair[::-1]
     return by_pk[first], by_pk[second], probability / 2
 
@@ -280,7 +342,8 @@ def _slots_from_redis(tournament_id: int, boards: list[int | None]) -> list[Slot
             _refill_soon(tournament_id, board)
     if not heads:
         return []
-    chosen_board = _random.choice(sorted(heads, key=lambda board: board or 0))
+    ready = sorted(heads, key=lambda board: board or 0)
+    chosen_board = _random.choices(ready, weights=mixture_weights([heads[board].need for board in ready]))[0]
     popped = client.lpop(queue_key(tournament_id, chosen_board))
     if client.llen(queue_key(tournament_id, chosen_board)) < REFILL_BELOW:
         _refill_soon(tournament_id, chosen_board)

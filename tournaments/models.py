@@ -149,13 +149,47 @@ class Tournament(models.Model):
     trueskill_sigma = models.FloatField(default=25 / 3, validators=[MinValueValidator(0.001)])
     trueskill_beta = models.FloatField(default=25 / 6, validators=[MinValueValidator(0.001)])
     trueskill_tau = models.FloatField(default=25 / 3 / 100, validators=[MinValueValidator(0.0)])
+    # A board names its leader only when the top model's P(best) reaches this (stats.announce).
+    leader_threshold = models.FloatField(
+        default=0.95,
+        validators=[MinValueValidator(0.51), MaxValueValidator(0.999)],
+        help_text="A board announces its leader only when the top model's P(best) is at least this; "
+        "until then it shows 'no clear leader yet'.",
+    )
+    # Matchmaking serves every board a battle feeds, each weighted by what it still needs to reach the
+    # precision goal (stats.board_mix): an announced leader (leader_threshold), 95% skill intervals no
+    # wider than matchmaking_interval_width nats, enough raters to publish. The weights say how much each
+    # part of the goal counts.
+    matchmaking_interval_width = models.FloatField(
+        default=1.0,
+        validators=[MinValueValidator(0.01)],
+        help_text="Precision goal of matchmaking: width of a model's 95% skill interval on a board, in "
+        "nats (1.0 is about +-87 Elo points).",
+    )
+    matchmaking_weight_leader = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
+    matchmaking_weight_intervals = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
+    matchmaking_weight_raters = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.CheckConstraint(
+                condition=Q(
+                    matchmaking_interval_width__gt=0,
+                    matchmaking_weight_leader__gte=0,
+                    matchmaking_weight_intervals__gte=0,
+                    matchmaking_weight_raters__gte=0,
+                ),
+                name="tournament_matchmaking_goal_valid",
+            ),
+            models.CheckConstraint(
                 condition=Q(min_turns__gte=1, max_turns__gte=F("min_turns")),
                 name="tournament_turn_limits_valid",
+            ),
+            # Above one half, so at most one model can be announced; below one, so it can be reached.
+            models.CheckConstraint(
+                condition=Q(leader_threshold__gt=0.5, leader_threshold__lt=1.0),
+                name="tournament_leader_threshold_valid",
             ),
         ]
 

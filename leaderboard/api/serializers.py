@@ -5,6 +5,7 @@ primary key leaves the API."""
 from django.urls import reverse
 from rest_framework import serializers
 
+from leaderboard.boards import LEADER, NO_CLEAR_LEADER
 from leaderboard.personal import MAX_WEIGHT
 
 SLUG_HELP = "A slug (letters, digits, '-' and '_')."
@@ -139,9 +140,24 @@ class BoardSerializer(serializers.Serializer):
     notice = serializers.SerializerMethodField()
     raters = serializers.IntegerField(allow_null=True, help_text="Distinct raters with counted votes.")
     entries = BoardEntrySerializer(many=True, help_text="Every model that entered: ranked, then unranked.")
+    leader = serializers.SerializerMethodField(
+        help_text="The announced leader's slug: the model whose P(best) reached leader_threshold. null: no "
+        "clear leader yet (or the board is suppressed or not fitted)."
+    )
+    leader_threshold = serializers.FloatField(source="tournament.leader_threshold")
+    leader_status = serializers.ChoiceField(
+        choices=[LEADER, NO_CLEAR_LEADER],
+        help_text="'leader' when a leader is announced, otherwise 'no clear leader yet'.",
+    )
 
     def get_notice(self, board) -> str | None:
         return "Not enough raters yet." if board.suppressed else None
+
+    def get_leader(self, board) -> str | None:
+        return board.leader.slug if board.leader else None
+
+    def get_leader_status(self, board) -> str:
+        return board.leader_status
 
 
 class StandingSerializer(serializers.Serializer):

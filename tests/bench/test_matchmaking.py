@@ -15,7 +15,15 @@ def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
     headline = ("top1_ratio", "top5_ratio", "tau_delta_min", "z_sd", "max_pair_share", "top1_two_runs_sd_max")
     for key in (*headline, "passed", "settings"):
         assert key in figures
-    assert set(figures["passed"]) == {"top1_ratio", "tau_delta_min", "z_sd", "max_pair_share"}
+    assert {"tau_delta_min", "z_sd", "max_pair_share"} < set(figures["passed"])
+    assert "top1_ratio" not in figures["passed"]  # kept without a target
+    boards = figures["boards"]
+    for key in ("all_boards_announce_ratio", "pooled_announce_ratio", "wrong_announcement_rate"):
+        assert figures[key] == boards[key]
+    assert set(boards["wrong_announcement_rate"]) == {"new", "uniform"}
+    for key in ("tau_delta_min", "z_sd", "max_pair_share", "top1_stays_ratio", "two_runs_agreement"):
+        assert key in boards
+    assert 0 < boards["max_pair_share"] <= 1 and 0.3 < boards["z_sd"] < 3
     (setting,) = figures["settings"].values()
     assert set(setting["tau"]) == {"200", "400"}
     assert figures["top1_ratio"] > 0

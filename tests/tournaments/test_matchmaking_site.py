@@ -177,3 +177,56 @@ def test_stale_slots_are_not_used(rater, tournament):
         rater=pooled_only(rater), available=list(tournament.llm_models.all()), met=set()
     )
     assert probability < 0.5  # the stale slot alone would have made (a, b) certain: 1/2 as an ordered pair
+
+
+def test_the_boards_a_rater_feeds_are_chosen_and_weighed_by_what_each_still_needs(
+    rater, tournament, monkeypatch
+):
+    monkeypatch.setattr(matchmaking, "_random", random.Random(11))
+    a, b, c = model_pks(tournament)
+    group_id = rater.groups.values_list("pk", flat=True).first()
+    rater.groups.set([group_id])  # the pooled board and one group board
+    available = list(tournament.llm_models.all())
+    pooled = {(a, b): 0.8, (a, c): 0.1, (b, c): 0.1}
+    grouped = {(a, b): 0.1, (a, c): 0.1, (b, c): 0.8}
+    picks = Counter()
+    for _ in range(400):
+        redis_client().delete(queue_key(tournament.pk, None), queue_key(tournament.pk, group_id))
+        redis_client().rpush(
+            queue_key(tournament.pk, None), Slot(pooled, (a, b), time.time(), need=0.5).to_json()
+        )
+        redis_client().rpush(
+            queue_key(tournament.pk, group_id), Slot(grouped, (b, c), time.time(), need=1.5).to_json()
+        )
+        left, right, probability = pair_choose(rater=rater, available=available, met=set())
+        pair = pair_key(left.pk, right.pk)
+        picks[pair] += 1
+        want = {(a, b): 0.25 * 0.8 + 0.75 * 0.1, (b, c): 0.25 * 0.1 + 0.75 * 0.8}
+        assert probability == pytest.approx(want[pair] / 2)
+    assert set(picks) == {(a, b), (b, c)}
+    assert picks[(b, c)] / 400 == pytest.approx(0.75, abs=0.07)  # the group board needs three times more
+
+
+def test_an_all_ties_dimension_needs_little_and_the_tournament_weights_count(study, groups, tournament):
+    from tests.leaderboard.board_data import raters_in, votes_cast
+
+    young = raters_in(study, "us-age-18-34", count=12)
+    votes_cast(tournament, young, per_rater=4, tie_rate=0.1, seed=1)
+    votes_cast(tournament, young, per_rater=4, tie_rate=1.0, dimensions=("trust-safety",), seed=2)
+    dimensions = [d.slug for d in tournament.dimensions.all()]
+    needs = dict(
+        zip(dimensions, (need for _, need in matchmaking.board_parts(tournament, None)), strict=True)
+    )
+    # Trust is as far from an announced leader as a dimension with no votes (core-task), but its battles
+    # teach next to nothing, so it asks for next to nothing; Overall is nearly settled.
+    assert needs["trust-safety"] < 0.1 * needs["core-task"], needs
+    assert needs["overall"] < 0.2 * needs["core-task"], needs
+    slot = matchmaking.slots_make(tournament, None, 1)[0]
+    assert slot.need == pytest.approx(sum(needs.values()))
+    assert sum(slot.probabilities.values()) == pytest.approx(1.0)
+
+    tournament.matchmaking_weight_leader = 0
+    tournament.matchmaking_weight_intervals = 0
+    tournament.matchmaking_weight_raters = 0
+    tournament.save()
+    assert all(need == 0 for _, need in matchmaking.board_parts(tournament, None))

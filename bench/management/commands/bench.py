@@ -9,6 +9,7 @@ BENCHMARKS = {
     "ratings": "bench.ratings",
     "matchmaking": "bench.matchmaking",
     "web": "bench.web",
+    "personal": "bench.personal",
 }
 
 
@@ -17,7 +18,8 @@ class Command(BaseCommand):
         "Print benchmark figures. ratings: replay with the closed-form TrueSkill kernel against the "
         "trueskill package, the batch fit at Arena scale, interval coverage. matchmaking: the matchmaker "
         "against uniform random pairing in simulation. web: the leaderboard page and board API under "
-        "concurrent load against a trivial view on the same server."
+        "concurrent load against a trivial view on the same server. personal: a visitor's own board against "
+        "the pooled and profile boards on their held-out choices, in simulation."
     )
 
     def add_arguments(self, parser):

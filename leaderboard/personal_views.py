@@ -1,4 +1,5 @@
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods
 
 from leaderboard.personal import (
@@ -9,10 +10,12 @@ from leaderboard.personal import (
     personal_tournament,
     profile_choices,
 )
+from leaderboard.quiz import quiz_build
 from raters.models import Country
 
 # The element htmx swaps when only the results change; any other request gets the whole page.
 RESULTS_TARGET = "personal-results"
+QUIZ_TARGET = "personal-quiz"
 BAR_WIDTH = 120
 
 
@@ -32,21 +35,38 @@ def personal(request):
     if problem:
         board = board.with_problem(problem)
     bars = interval_bars(board)
+    quiz = None
+    if board.ranked and not board.suppressed:
+        quiz = quiz_build(
+            tournament=tournament,
+            groups=tuple(group.slug for group in board.profile),
+            encoded=request.GET.get("quiz", ""),
+            item=request.GET.get("item"),
+            answer=request.GET.get("answer"),
+        )
+    query = f"{board.query}&quiz={quiz.encoded}" if quiz and quiz.encoded else board.query
     context = {
         "board": board,
         "rows": [(row, bars.get(row.model_id)) for row in board.rows],
         "bar_width": BAR_WIDTH,
         "csrf_token": "",
+        "quiz": quiz,
+        "query": query,
     }
     if request.htmx and request.htmx.target == RESULTS_TARGET:
         response = render(request, "leaderboard/personal_results.html", context)
+        if quiz:
+            # A new profile moves the visitor's own board too (it starts from the profile's board).
+            response.content += render_to_string("leaderboard/personal_quiz_oob.html", context, request)
+    elif request.htmx and request.htmx.target == QUIZ_TARGET:
+        response = render(request, "leaderboard/personal_quiz.html", context)
     else:
         context.update(
             countries=Country.objects.all(), axes=profile_choices(board=board), max_weight=MAX_WEIGHT
         )
         response = render(request, "leaderboard/personal.html", context)
     if request.htmx:
-        response["HX-Push-Url"] = f"{request.path}?{board.query}"
+        response["HX-Push-Url"] = f"{request.path}?{query}"
     return response
 
 

@@ -6,8 +6,10 @@
 The simulated population
 ------------------------
 12 models with global skills ~ Normal(0, 0.8^2); two demographic axes (2 and 3 groups), each group with
-offsets ~ Normal(0, 0.5^2) per model; every person has their own taste ~ Normal(0, tau_ind^2) per model,
-with ``tau_ind`` varied over the settings (0 is the control; 0.5 is "as large as the group offsets").
+offsets ~ Normal(0, 0.5^2) per model; every person has their own taste with sd ``tau_ind`` per model,
+varied over the settings (0 is the control; 0.5 is "as large as the group offsets"). Tastes are
+low-rank by default: 80% of their variance along two "style" directions shared by the population (a
+person's position on them is theirs), 20% independent per model; one setting is fully isotropic.
 A comparison ends by Bradley-Terry-Davidson with nu = 0.5 (about a fifth ties between equals), except
 that 15% of all answers (panel and quiz alike) are careless: a, b or tie at random.
 
@@ -24,9 +26,12 @@ held-out answers and keeps the paired comparison free of answer noise:
 * accuracy: the probability that the visitor's answer is the board's most probable outcome;
 * log-loss: expected ``-log P(answer)`` under the board's probabilities;
 
-for the pooled board (no groups), the profile board (the visitor's groups) and the personal model,
-plus Kendall tau of ``person.ranking()`` with the visitor's true order. Differences are paired over
-visitors with their standard errors.
+for the pooled board (no groups), the profile board (the visitor's groups), the personal model after
+``k`` adaptive or random items, and the oracle (the visitor's true skills: the ceiling any board can
+reach with these careless answers and ties), plus Kendall tau of ``person.ranking()`` with the visitor's
+true order after every item. Differences are paired over visitors with their standard errors.
+``run(taste="known")`` is a diagnostic: the model is told the true covariance of tastes, which
+separates what the panel data cannot tell from what ten answers cannot.
 """
 
 from __future__ import annotations
@@ -48,14 +53,21 @@ CARELESS = 0.15
 VOTES_PER_RATER = 20
 HELD_OUT_PAIRS = 20
 KS = (0, 5, 10, 20)
+STYLES = 2
+LOW_RANK_SHARE = 0.8
 MODELS = [f"model-{k:02d}" for k in range(N_MODELS)]
 PAIRS = [(i, j) for i in range(N_MODELS) for j in range(i + 1, N_MODELS)]
 
 
-def _truth(rng: np.random.Generator, theta: np.ndarray, offsets: dict, tau_ind: float):
+def _truth(rng: np.random.Generator, theta: np.ndarray, offsets: dict, tau_ind: float, styles: np.ndarray):
+    """A person's groups and skills: global + their groups' offsets + their own taste, of which the
+    share ``(styles ** 2).sum(axis=1).mean()`` of the variance lies along the population's few style
+    directions (``styles`` is zero for isotropic tastes)."""
     groups = tuple(str(rng.choice(axis)) for axis in AXES)
-    skills = theta + sum(offsets[g] for g in groups) + rng.normal(0.0, tau_ind, N_MODELS)
-    return groups, skills
+    low_rank_share = float((styles**2).sum(axis=1).mean())
+    own = rng.normal(0.0, tau_ind * math.sqrt(max(1.0 - low_rank_share, 0.0)), N_MODELS)
+    own += tau_ind * styles @ rng.standard_normal(styles.shape[1])
+    return groups, theta + sum(offsets[g] for g in groups) + own
 
 
 def _true_probabilities(skills: np.ndarray, i: int, j: int) -> np.ndarray:
@@ -72,26 +84,37 @@ def _score(predicted: dict[str, float], truth: np.ndarray) -> tuple[float, float
     return float(truth[int(np.argmax(p))]), float(-(truth * np.log(np.clip(p, 1e-12, None))).sum())
 
 
-def _setting(tau_ind: float, *, seed: int, n_raters: int, n_visitors: int) -> dict:
+def _setting(
+    tau_ind: float, low_rank: bool, *, seed: int, n_raters: int, n_visitors: int, taste: str
+) -> dict:
     rng = np.random.default_rng(seed)
     theta = rng.normal(0.0, THETA_SD, N_MODELS)
     offsets = {g: rng.normal(0.0, GROUP_SD, N_MODELS) for axis in AXES for g in axis}
+    # Style directions, scaled so that the low-rank part has variance LOW_RANK_SHARE per model on average.
+    styles = rng.standard_normal((N_MODELS, STYLES))
+    styles *= math.sqrt(LOW_RANK_SHARE / (styles**2).sum(axis=1).mean()) if low_rank else 0.0
     votes = []
     for rater in range(n_raters):
-        groups, skills = _truth(rng, theta, offsets, tau_ind)
+        groups, skills = _truth(rng, theta, offsets, tau_ind, styles)
         for _ in range(VOTES_PER_RATER):
             i, j = rng.choice(N_MODELS, 2, replace=False)
             votes.append((rater, MODELS[i], MODELS[j], _answer(skills, i, j, rng.random()), groups))
     started = time.perf_counter()
-    population = Population.fit(votes, seed=seed)
+    population = Population.fit(votes, seed=seed, taste="isotropic" if taste == "known" else taste)
+    if taste == "known":
+        # Diagnostic: the model told the true covariance of tastes, so only the visitor's answers are
+        # left to learn; the gap to the estimated covariance is what the panel data cannot tell.
+        low_rank_share = float((styles**2).sum(axis=1).mean())
+        population.taste = tau_ind**2 * (styles @ styles.T + (1.0 - low_rank_share) * np.eye(N_MODELS))
+        population.taste += 0.02**2 * np.eye(N_MODELS)
     fit_seconds = time.perf_counter() - started
 
-    boards = ("pooled", "profile", "adaptive", "random")
+    boards = ("pooled", "profile", "adaptive", "random", "oracle")
     accuracy = {b: np.zeros((n_visitors, len(KS))) for b in boards}
     log_loss = {b: np.zeros((n_visitors, len(KS))) for b in boards}
     tau = {b: np.zeros((n_visitors, KS[-1] + 1)) for b in ("adaptive", "random")}
     for visitor in range(n_visitors):
-        groups, skills = _truth(rng, theta, offsets, tau_ind)
+        groups, skills = _truth(rng, theta, offsets, tau_ind, styles)
         order = rng.permutation(len(PAIRS))
         held_out = [PAIRS[k] for k in order[:HELD_OUT_PAIRS]]
         quiz = [PAIRS[k] for k in order[HELD_OUT_PAIRS:]]
@@ -101,7 +124,9 @@ def _setting(tau_ind: float, *, seed: int, n_raters: int, n_visitors: int) -> di
         truths = [_true_probabilities(skills, i, j) for i, j in held_out]
         profile, pooled = population.profile_skills(groups), population.pooled_skills()
         for column, _ in enumerate(KS):
-            for name, board, is_pooled in (("pooled", pooled, True), ("profile", profile, False)):
+            # The oracle knows the visitor's true skills: the ceiling of any personal board.
+            boards_fixed = (("pooled", pooled, True), ("profile", profile, False), ("oracle", skills, False))
+            for name, board, is_pooled in boards_fixed:
                 scores = [
                     _score(population.predict_board(board, MODELS[i], MODELS[j], pooled=is_pooled), t)
                     for (i, j), t in zip(held_out, truths, strict=True)
@@ -147,6 +172,8 @@ def _setting(tau_ind: float, *, seed: int, n_raters: int, n_visitors: int) -> di
     reached = np.flatnonzero(adaptive_curve >= random_k20)
     return {
         "tau_ind": tau_ind,
+        "tastes": "low-rank" if low_rank else "isotropic",
+        "taste_spread_mean": round(float(np.mean(list(population.taste_spread().values()))), 3),
         "sigma_estimated": population.sigma,
         "group_tau_estimated": float(population.group_fit.group_prior_sd[0]),
         "fit_seconds": round(fit_seconds, 2),
@@ -159,15 +186,19 @@ def _setting(tau_ind: float, *, seed: int, n_raters: int, n_visitors: int) -> di
     }
 
 
-def run(*, quick: bool = False, seed: int = 20261124) -> dict:
+def run(*, quick: bool = False, seed: int = 20261124, taste: str = "covariance") -> dict:
     n_raters, n_visitors = (150, 24) if quick else (400, 200)
-    taus = (0.0, 0.5) if quick else (0.0, 0.25, 0.5, 1.0)
+    # (individual taste sd, low-rank?): the headline is tastes as large as one axis's group offsets.
+    cases = ((0.0, False), (0.5, True)) if quick else ((0.0, False), (0.5, True), (1.0, True), (0.5, False))
     settings = {
-        f"tau_ind={t}": _setting(t, seed=seed + k, n_raters=n_raters, n_visitors=n_visitors)
-        for k, t in enumerate(taus)
+        f"tau_ind={t}{'' if low_rank or not t else ' isotropic'}": _setting(
+            t, low_rank, seed=seed + k, n_raters=n_raters, n_visitors=n_visitors, taste=taste
+        )
+        for k, (t, low_rank) in enumerate(cases)
     }
     hetero, null = settings["tau_ind=0.5"], settings["tau_ind=0.0"]
     return {
+        "taste_model": taste,
         "n_raters": n_raters,
         "votes_per_rater": VOTES_PER_RATER,
         "n_visitors": n_visitors,

@@ -6,35 +6,40 @@ The model
 ---------
 For a person ``r`` in the groups ``c`` the skill of model ``i`` is
 
-    s_{r,i} = theta_i + sum_{g in c} u_{i,g} + b_{r,i},      b_{r,i} ~ Normal(0, sigma^2) independently,
+    s_{r,i} = theta_i + sum_{g in c} u_{i,g} + b_{r,i},      b_r ~ Normal(0, T),
 
 and a comparison ends as in ``stats.btd`` (Davidson's ties, with the fitted ``nu``). ``theta`` and the
 group offsets ``u`` are the published fit: ``stats.btd.fit_btd`` on all votes, group offsets shrunk with
-an estimated tau. ``b_r`` is the person's own taste, a random effect shrunk towards zero.
+an estimated tau. ``b_r`` is the person's own taste, a random effect shrunk towards zero; ``T`` is the
+covariance of tastes across models, so ``sqrt(T_ii)`` is how much people disagree about model ``i``
+beyond their groups (``Population.taste_spread``).
 
-Why a random effect, not a low-rank taste vector
-    A low-rank taste ``w_r . V_i`` lets an answer about A v B move C too, but ``V`` has to be learnt from
-    panel raters who each see a handful of the models' pairs once or twice; with 20 votes per rater and
-    a dozen models the factors are barely identified, and a wrongly learnt ``V`` moves visitors in
-    directions they never expressed. The random effect has one parameter (``sigma``), which the data
-    pin down well, and it fails safe: if individuals do not differ beyond their groups, ``sigma`` goes
-    to zero and the personal board *is* the profile board (the control in ``bench personal``).
+Why a random effect with a learnt covariance, not factors
+    Tastes in LLM replies are plausibly low-rank (length, formatting, tone): someone who prefers A's
+    terse reply to B's will likely prefer C's terse one too. A Gaussian random effect whose covariance
+    ``T`` is learnt from the panel captures that (a rank-K taste is a rank-K ``T``) without choosing K or
+    fitting factor loadings from raters who each see a few pairs once: an answer about A v B moves C as
+    far as ``T`` says they go together. It fails safe: if individuals do not differ beyond their
+    groups, ``T`` shrinks towards zero and the personal board *is* the profile board (the control in
+    ``bench personal``). ``taste="isotropic"`` keeps ``T = sigma^2 I`` (one parameter).
 
-How much individuals vary (sigma)
-    Empirical Bayes on raters with at least ``min_rater_votes`` votes. With theta and u fixed at the
-    published mode, each rater's marginal likelihood ``p(votes_r | sigma) = int p(votes_r | b) N(b; 0,
-    sigma^2 I) db`` is Laplace-approximated over the models they saw (an unseen model's ``b`` integrates
-    out exactly), and ``sigma`` is the ``sigma_grid`` value with the highest sum over raters: the same
-    grid-and-Laplace rule ``stats.btd`` uses for tau. A rater with one vote carries almost no information
-    about sigma; several votes on overlapping models do. Careless answers look like a flatter Bradley-
-    Terry curve, which the population fit already absorbs, so they do not inflate sigma.
+How much individuals vary
+    First one scale ``sigma`` by empirical Bayes on raters with at least ``min_rater_votes`` votes: with
+    theta and u fixed at the published mode, each rater's marginal likelihood ``p(votes_r | sigma) = int
+    p(votes_r | b) N(b; 0, sigma^2 I) db`` is Laplace-approximated over the models they saw (an unseen
+    model's ``b`` integrates out exactly), and ``sigma`` is the ``sigma_grid`` value with the highest sum
+    over raters: the grid-and-Laplace rule ``stats.btd`` uses for tau. Then ``T`` by Laplace-EM from
+    ``sigma^2 I``: each rater's posterior mode ``m_r`` and covariance ``V_r`` under the current ``T``, and
+    ``T <- mean_r (m_r m_r' + V_r)``, centred (only differences are identified), with a small floor.
+    Panel raters give few, noisy votes each, so ``T`` is estimated with a downward bias (Laplace on
+    binary outcomes) and slowly: ``bench personal`` reports it against a model told the true ``T``.
 
 A visitor
-    ``population.person(groups)`` starts from the prior ``s ~ Normal(theta + u_c, Cov_c + sigma^2 I)``
+    ``population.person(groups)`` starts from the prior ``s ~ Normal(theta + u_c, Cov_c + T)``
     where ``Cov_c`` is the fit's Laplace covariance of the profile board (centred). Each
     ``observe(a, b, outcome)`` adds one vote; the posterior is its Laplace approximation (Newton to the
     mode, the inverse Hessian as covariance). With three answers the prior dominates and the board moves
-    little; with twenty on overlapping models it moves a lot (sigma sets the scale).
+    little; with twenty on overlapping models it moves a lot (``T`` sets the scale).
 
     ``predict`` integrates the Davidson probabilities over the posterior of ``s_a - s_b`` (Gauss-Hermite),
     ``p_best`` draws skills from the posterior (seeded, so a URL of answers gives the same board), and
@@ -134,6 +139,31 @@ def _rater_log_marginal(votes: _Votes, sigma: float, log_nu: float, start: np.nd
     return float(value), b
 
 
+_FLOOR_SD = 0.02
+
+
+def _rater_posterior(votes: _Votes, precision: np.ndarray, log_nu: float, start: np.ndarray):
+    """Laplace posterior of one rater's tastes over every model, prior N(0, precision^-1)."""
+    b = start.copy()
+    hessian = precision
+    for _ in range(30):
+        gap = votes.mean_gap + b[votes.a] - b[votes.b]
+        _, score, information = _gap_terms(gap, votes.constant, log_nu)
+        gradient = -precision @ b
+        np.add.at(gradient, votes.a, score)
+        np.add.at(gradient, votes.b, -score)
+        hessian = precision.copy()
+        np.add.at(hessian, (votes.a, votes.a), information)
+        np.add.at(hessian, (votes.b, votes.b), information)
+        np.add.at(hessian, (votes.a, votes.b), -information)
+        np.add.at(hessian, (votes.b, votes.a), -information)
+        step = np.linalg.solve(hessian, gradient)
+        b += step
+        if np.abs(step).max() < 1e-6:
+            break
+    return b, np.linalg.inv(hessian)
+
+
 @dataclass
 class Population:
     """The published fit plus how much individuals vary beyond their groups (``sigma``)."""
@@ -143,6 +173,8 @@ class Population:
     group_fit: Fit  # with group offsets (or without, if the votes carry no groups)
     pooled: Fit  # no groups: the pooled board
     sigma: float
+    # Covariance of individual tastes across models, (n_models, n_models): sigma^2 I, or learnt (below).
+    taste: np.ndarray | None = None
     sigma_search: dict[float, float] = field(default_factory=dict)  # sigma -> summed log marginal
     n_raters_for_sigma: int = 0
     seed: int = 0
@@ -161,14 +193,20 @@ class Population:
         sigma: float | None = None,
         sigma_grid: Sequence[float] = DEFAULT_SIGMA_GRID,
         min_rater_votes: int = 2,
+        taste: str = "covariance",
+        em_iterations: int = 30,
         n_draws: int = 4000,
         top_weight: float = 1.0,
         near_equal: float = 0.05,
     ) -> Population:
         """Fit from votes ``(rater_id, model_a, model_b, outcome "a"/"b"/"tie", groups)``.
 
-        ``sigma`` fixes the individual spread instead of estimating it over ``sigma_grid``.
+        ``sigma`` fixes the individual spread instead of estimating it over ``sigma_grid``. ``taste`` is
+        "covariance" (the tastes' covariance across models learnt by ``em_iterations`` of Laplace-EM,
+        starting from sigma^2 I) or "isotropic" (sigma^2 I).
         """
+        if taste not in ("covariance", "isotropic"):
+            raise ValueError('taste must be "covariance" or "isotropic"')
         rows = [(rater, a, b, outcome, tuple(groups)) for rater, a, b, outcome, groups in votes]
         for _, a, b, outcome, _ in rows:
             if outcome not in OUTCOMES:
@@ -218,7 +256,17 @@ class Population:
             population.sigma, population.sigma_search = population._estimate_sigma(raters, sigma_grid)
         else:
             population.sigma = float(min(sigma_grid))
+        population.taste = population.sigma**2 * np.eye(len(models))
+        if taste == "covariance" and raters and sigma is None:
+            population.taste = population._estimate_taste(raters, em_iterations)
         return population
+
+    def taste_spread(self) -> dict[str, float]:
+        """Per model, the sd of individual tastes beyond the groups: how much people disagree about it."""
+        n = len(self.models)
+        centre = np.eye(n) - 1.0 / n
+        spread = np.sqrt(np.clip(np.diag(centre @ self.taste @ centre), 0.0, None))
+        return {m: float(v) for m, v in zip(self.models, spread, strict=True)}
 
     # --- Boards of a profile ---------------------------------------------------------------------
 
@@ -259,7 +307,8 @@ class Population:
     def person(self, groups: Sequence[str] = ()) -> Person:
         """A new visitor in these groups, with no answers yet (their board is the profile board)."""
         prior_mean = self.profile_skills(groups)
-        prior_covariance = self.profile_covariance(groups) + self.sigma**2 * np.eye(len(self.models))
+        taste = self.sigma**2 * np.eye(len(self.models)) if self.taste is None else self.taste
+        prior_covariance = self.profile_covariance(groups) + taste
         return Person(population=self, groups=tuple(groups), prior_mean=prior_mean, prior=prior_covariance)
 
     # --- sigma -----------------------------------------------------------------------------------
@@ -271,6 +320,28 @@ class Population:
         gap = np.array([cells[cell][i] - cells[cell][j] for i, j, _, cell in votes])
         constant = np.array([v[2] for v in votes])
         return _Votes(a=a, b=b, constant=constant, mean_gap=gap)
+
+    def _estimate_taste(self, raters: list[_Votes], iterations: int) -> np.ndarray:
+        """Laplace-EM for the covariance of tastes: each rater's posterior (mode m, covariance V) under
+        the current covariance, then the covariance becomes the mean of m m' + V, centred (only
+        differences between models are identified). A floor of FLOOR_SD^2 keeps it invertible."""
+        n = len(self.models)
+        centre = np.eye(n) - 1.0 / n
+        floor = _FLOOR_SD**2 * np.eye(n)
+        covariance = self.sigma**2 * np.eye(n)
+        modes: list[np.ndarray] = [np.zeros(n) for _ in raters]
+        for _ in range(iterations):
+            precision = np.linalg.inv(covariance)
+            total = np.zeros((n, n))
+            for k, votes in enumerate(raters):
+                modes[k], posterior = _rater_posterior(votes, precision, self.group_fit.log_nu, modes[k])
+                total += np.outer(modes[k], modes[k]) + posterior
+            updated = centre @ (total / len(raters)) @ centre + floor
+            change = np.abs(updated - covariance).max()
+            covariance = updated
+            if change < 1e-4:
+                break
+        return covariance
 
     def _estimate_sigma(self, raters: list[_Votes], grid: Sequence[float]) -> tuple[float, dict]:
         search: dict[float, float] = {}

@@ -106,3 +106,21 @@ def test_it_imports_without_django_settings():
     code = "import sys, stats.personalization as p; assert 'django' not in sys.modules; print(p.Population)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_it_learns_which_models_people_disagree_about():
+    rng = np.random.default_rng(5)
+    theta = np.linspace(-1.0, 1.0, len(MODELS))
+    votes = []
+    for rater in range(200):
+        # People disagree only about m2: for some it is the best model, for others the worst.
+        skills = theta + np.array([0, 0, rng.normal(0.0, 1.5), 0, 0, 0])
+        for _ in range(30):
+            i, j = rng.choice(len(MODELS), 2, replace=False)
+            outcome = ("a", "tie", "b")[rng.choice(3, p=davidson(skills[i] - skills[j], math.log(0.3)))]
+            votes.append((rater, MODELS[i], MODELS[j], outcome, ()))
+    spread = Population.fit(votes, seed=1).taste_spread()
+    assert max(spread, key=spread.get) == "m2"
+    assert spread["m2"] > 2 * max(v for m, v in spread.items() if m != "m2")
+    isotropic = Population.fit(votes, seed=1, taste="isotropic").taste_spread()
+    assert max(isotropic.values()) - min(isotropic.values()) < 1e-9

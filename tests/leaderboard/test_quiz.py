@@ -19,7 +19,8 @@ def conversations_written(battles, *, reply: str = "A **reply** from {side}.") -
     for battle in battles:
         turn = Turn.objects.create(battle=battle, index=0, message=f"Prompt of battle {battle.pk}")
         for side in "ab":
-            Reply.objects.create(turn=turn, side=side, state=Reply.State.DONE, content=reply.format(side=side))
+            content = reply.format(side=side)
+            Reply.objects.create(turn=turn, side=side, state=Reply.State.DONE, content=content)
 
 
 @pytest.fixture
@@ -58,7 +59,9 @@ def test_it_never_asks_the_same_item_twice_and_the_answers_move_the_board(quizze
     encoded, seen = "", []
     start = quiz.quiz_build(tournament=quizzed, groups=(OLDEST,), encoded="", item=None, answer=None)
     for _ in range(12):
-        current = quiz.quiz_build(tournament=quizzed, groups=(OLDEST,), encoded=encoded, item=None, answer=None)
+        current = quiz.quiz_build(
+            tournament=quizzed, groups=(OLDEST,), encoded=encoded, item=None, answer=None
+        )
         item = current.shown.item
         seen.append(item.code)
         # This visitor always prefers whatever Gamma Instruct wrote, and ties otherwise.

@@ -157,6 +157,17 @@ def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
     )
 
 
+def taste_spreads(*, tournament: Tournament) -> list[tuple[str, float]] | None:
+    """Per model (name, sd of individual tastes beyond the groups), most disputed first: how much people
+    disagree about it that a group average hides. None before any counted overall vote."""
+    data = quiz_data(tournament=tournament)
+    if data is None:
+        return None
+    spread = data.population.taste_spread()
+    names = dict(LLMModel.objects.filter(slug__in=spread).values_list("slug", "name"))
+    return sorted(((names.get(slug, slug), sd) for slug, sd in spread.items()), key=lambda row: -row[1])
+
+
 def _battles_with_complete_replies(battle_ids: list[int]) -> set[int]:
     """Battles with at least one turn, every turn with both replies done and non-empty."""
     turns = defaultdict(int)

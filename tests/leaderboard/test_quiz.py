@@ -109,3 +109,20 @@ def test_it_renders_the_replies_through_the_sanitiser_and_drops_answers_it_canno
     assert b"<strong>bold</strong>" in page.content
     assert page.context["quiz"].answered == 0
     assert b"not about a published battle any more" in page.content
+
+
+def test_the_methodology_page_shows_how_much_people_disagree_about_each_model(client, quizzed):
+    html = client.get("/leaderboard/methodology/").content.decode()
+    assert 'data-testid="taste-spread"' in html
+    spreads = quiz.taste_spreads(tournament=quizzed)
+    assert [name for name, _ in spreads] == sorted(
+        (name for name, _ in spreads), key=lambda name: -dict(spreads)[name]
+    )
+    assert all(f"<td>{name}</td>" in html for name, _ in spreads)
+
+
+def test_the_disagreement_figures_are_withheld_while_the_pooled_board_is(client, quizzed, settings):
+    settings.POPULUS_MIN_GROUP_RATERS = 10_000
+    html = client.get("/leaderboard/methodology/").content.decode()
+    assert 'data-testid="pooled-raters"' in html
+    assert 'data-testid="taste-spread"' not in html

@@ -1,7 +1,11 @@
-from django.shortcuts import render
+from urllib.parse import urlencode
+
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from leaderboard.boards import publishable_group_ids
 from leaderboard.personal import (
     MAX_WEIGHT,
     PersonalBoard,
@@ -10,8 +14,9 @@ from leaderboard.personal import (
     personal_tournament,
     profile_choices,
 )
-from leaderboard.quiz import quiz_build
-from raters.models import Country
+from leaderboard.quiz import quiz_build, quiz_encoded_for_rater
+from raters.decorators import rater_required
+from raters.models import Country, Rater
 
 # The element htmx swaps when only the results change; any other request gets the whole page.
 RESULTS_TARGET = "personal-results"
@@ -87,3 +92,26 @@ def interval_bars(board: PersonalBoard) -> dict[int, dict[str, float]]:
         row.model_id: {"low": x(row.score_low), "high": x(row.score_high), "score": x(row.score)}
         for row in ranked
     }
+
+
+@require_http_methods(["GET"])
+@rater_required
+def personal_mine(request):
+    """A panel rater's own board from their own votes, offered once their session is complete (so it
+    cannot change how they vote): the personal page with their profile and their votes as answers."""
+    rater = request.rater
+    if rater.status != Rater.Status.COMPLETED:
+        context = {"title": "Not yet", "message": "Your own board is offered after your last vote."}
+        return render(request, "error.html", context, status=403)
+    tournament = rater.study.tournament
+    publishable = publishable_group_ids(tournament=tournament)
+    params = [("tournament", tournament.slug)]
+    if rater.country_id:
+        params.append(("country", rater.country.code))
+    params += [
+        (group.axis.slug, group.slug)
+        for group in rater.groups.select_related("axis").order_by("axis__position")
+        if group.pk in publishable
+    ]
+    params.append(("quiz", quiz_encoded_for_rater(rater=rater, tournament=tournament)))
+    return redirect(f"{reverse('leaderboard:personal')}?{urlencode(params)}")

@@ -157,6 +157,25 @@ def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
     )
 
 
+def quiz_encoded_for_rater(*, rater: Rater, tournament: Tournament) -> str:
+    """A panel rater's own counted overall votes in this tournament, encoded as quiz answers (the ones
+    that are quiz items), so that the personal page shows their own board from their own votes."""
+    data = quiz_data(tournament=tournament)
+    if data is None:
+        return ""
+    codes = {item.battle_id: code for code, item in data.items.items()}
+    choices = (
+        VoteChoice.objects.counted()
+        .filter(vote__battle__rater=rater, vote__battle__tournament=tournament, dimension__slug=DIMENSION)
+        .order_by("vote_id")
+        .values_list("vote__battle_id", "outcome")
+    )
+    answers = [
+        codes[battle_id] + CODE_OF_OUTCOME[outcome] for battle_id, outcome in choices if battle_id in codes
+    ]
+    return ".".join(answers[:MAX_ANSWERS])
+
+
 def taste_spreads(*, tournament: Tournament) -> list[tuple[str, float]] | None:
     """Per model (name, sd of individual tastes beyond the groups), most disputed first: how much people
     disagree about it that a group average hides. None before any counted overall vote."""

@@ -126,3 +126,21 @@ def test_the_disagreement_figures_are_withheld_while_the_pooled_board_is(client,
     html = client.get("/leaderboard/methodology/").content.decode()
     assert 'data-testid="pooled-raters"' in html
     assert 'data-testid="taste-spread"' not in html
+
+
+def test_a_panel_rater_gets_their_own_board_from_their_own_votes_only_after_the_last_vote(quizzed):
+    from tests.conftest import client_for
+
+    rater = Battle.objects.filter(tournament=quizzed).order_by("pk").first().rater
+    client = client_for(rater)
+    assert client.get("/leaderboard/personal/mine/").status_code == 403  # still voting
+    Rater.objects.filter(pk=rater.pk).update(status=Rater.Status.COMPLETED)
+    response = client.get("/leaderboard/personal/mine/")
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response["Location"]).query)
+    own = Battle.objects.filter(rater=rater)
+    assert sorted(token[:-1] for token in query["quiz"][0].split(".")) == sorted(code_of(b) for b in own)
+    assert query["tournament"] == [quizzed.slug]
+    assert set(query) & {group.axis.slug for group in rater.groups.all()}
+    page = client.get(response["Location"])
+    assert page.context["quiz"].answered == own.count() == 10

@@ -311,8 +311,8 @@ def _moved(population: Population, person: Person, names: dict[str, str]) -> tup
     profile = person.prior_mean - person.prior_mean.mean()
     pooled = population.pooled_skills()
     sentences = [
-        f"Your order agrees with {label}'s at Kendall τ = {_tau(skills, other):.2f}."
-        for label, other in (("people like you", profile), ("everyone", pooled))
+        f"Your order agrees with your profile's board at Kendall τ = {_tau(skills, profile):.2f} and with "
+        f"the pooled board at τ = {_tau(skills, pooled):.2f} (1: the same order)."
     ]
     shift = skills - profile
     k = int(np.argmax(np.abs(shift)))

@@ -1,6 +1,11 @@
-from django.shortcuts import render
+from urllib.parse import urlencode
+
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from leaderboard.boards import publishable_group_ids
 from leaderboard.personal import (
     MAX_WEIGHT,
     PersonalBoard,
@@ -9,10 +14,13 @@ from leaderboard.personal import (
     personal_tournament,
     profile_choices,
 )
-from raters.models import Country
+from leaderboard.quiz import quiz_build, quiz_encoded_for_rater
+from raters.decorators import rater_required
+from raters.models import Country, Rater
 
 # The element htmx swaps when only the results change; any other request gets the whole page.
 RESULTS_TARGET = "personal-results"
+QUIZ_TARGET = "personal-quiz"
 BAR_WIDTH = 120
 
 
@@ -32,21 +40,38 @@ def personal(request):
     if problem:
         board = board.with_problem(problem)
     bars = interval_bars(board)
+    quiz = None
+    if board.ranked and not board.suppressed:
+        quiz = quiz_build(
+            tournament=tournament,
+            groups=tuple(group.slug for group in board.profile),
+            encoded=request.GET.get("quiz", ""),
+            item=request.GET.get("item"),
+            answer=request.GET.get("answer"),
+        )
+    query = f"{board.query}&quiz={quiz.encoded}" if quiz and quiz.encoded else board.query
     context = {
         "board": board,
         "rows": [(row, bars.get(row.model_id)) for row in board.rows],
         "bar_width": BAR_WIDTH,
         "csrf_token": "",
+        "quiz": quiz,
+        "query": query,
     }
     if request.htmx and request.htmx.target == RESULTS_TARGET:
         response = render(request, "leaderboard/personal_results.html", context)
+        if quiz:
+            # A new profile moves the visitor's own board too (it starts from the profile's board).
+            response.content += render_to_string("leaderboard/personal_quiz_oob.html", context, request)
+    elif request.htmx and request.htmx.target == QUIZ_TARGET:
+        response = render(request, "leaderboard/personal_quiz.html", context)
     else:
         context.update(
             countries=Country.objects.all(), axes=profile_choices(board=board), max_weight=MAX_WEIGHT
         )
         response = render(request, "leaderboard/personal.html", context)
     if request.htmx:
-        response["HX-Push-Url"] = f"{request.path}?{board.query}"
+        response["HX-Push-Url"] = f"{request.path}?{query}"
     return response
 
 
@@ -67,3 +92,26 @@ def interval_bars(board: PersonalBoard) -> dict[int, dict[str, float]]:
         row.model_id: {"low": x(row.score_low), "high": x(row.score_high), "score": x(row.score)}
         for row in ranked
     }
+
+
+@require_safe
+@rater_required
+def personal_mine(request):
+    """A panel rater's own board from their own votes, offered once their session is complete (so it
+    cannot change how they vote): the personal page with their profile and their votes as answers."""
+    rater = request.rater
+    if rater.status != Rater.Status.COMPLETED:
+        context = {"title": "Not yet", "message": "Your own board is offered after your last vote."}
+        return render(request, "error.html", context, status=403)
+    tournament = rater.study.tournament
+    publishable = publishable_group_ids(tournament=tournament)
+    params = [("tournament", tournament.slug)]
+    if rater.country_id:
+        params.append(("country", rater.country.code))
+    params += [
+        (group.axis.slug, group.slug)
+        for group in rater.groups.select_related("axis").order_by("axis__position")
+        if group.pk in publishable
+    ]
+    params.append(("quiz", quiz_encoded_for_rater(rater=rater, tournament=tournament)))
+    return redirect(f"{reverse('leaderboard:personal')}?{urlencode(params)}")

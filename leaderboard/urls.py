@@ -9,6 +9,7 @@ urlpatterns = [
     path("leaderboard/models/<slug:slug>/", views.model_detail, name="model"),
     path("leaderboard/methodology/", views.methodology, name="methodology"),
     path("leaderboard/personal/", personal_views.personal, name="personal"),
+    path("leaderboard/personal/mine/", personal_views.personal_mine, name="personal_mine"),
     path(
         "staff/tournaments/<slug:slug>/battles-linked.jsonl",
         staff_views.battles_linked,

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_safe
 
 from config.errors import NotFound
 from leaderboard.page_cache import cached_page
+from leaderboard.quiz import taste_spreads
 from leaderboard.selectors import (
     board_choices,
     board_page,
@@ -71,11 +72,16 @@ def methodology(request, *, fragment: bool):
     resolved = board_choices(
         tournament_slug=request.GET.get("tournament"), dimension_slug=None, group_slug=None
     )
+    figures = methodology_figures(tournament=resolved[0]) if resolved else None
     context = {
         "qc_rates": qc_error_rates(),
-        "figures": methodology_figures(tournament=resolved[0]) if resolved else None,
+        "figures": figures,
         "tournaments": tournament_choices(),
         "rigging": rigging_facts(),
+        # Like every figure about raters, published only once the pooled board is.
+        "spreads": taste_spreads(tournament=resolved[0])
+        if figures and figures.pooled_raters is not None
+        else None,
     }
     template = "leaderboard/_methodology.html" if fragment else "leaderboard/methodology.html"
     return render(request, template, context)

@@ -63,6 +63,7 @@ def test_it_ends_the_session_with_the_completion_code_and_shows_it_again_on_retu
     battle, _ = voted_battle(rater)
     reveal = client.get(f"/battle/{battle.public_id}/reveal/")
     assert b"Finish and get your completion code" not in reveal.content  # not complete until checked
+    assert b"/leaderboard/personal/mine/" not in reveal.content
     done = client.get("/rate/next/").content.decode()
     assert 'data-testid="panel-code">C0MPLETE42<' in done
     assert Rater.objects.get().status == Rater.Status.COMPLETED
@@ -81,6 +82,8 @@ def test_it_offers_finishing_after_the_last_vote(client, panel_study):
     chat_turns(battle, 3)
     reveal = client.post(f"/battle/{battle.public_id}/vote/", verdict(battle), follow=True)
     assert b"Finish and get your completion code" in reveal.content
+    # Their own board is offered now, after the last vote, and not before (the first assertion above).
+    assert b'href="/leaderboard/personal/mine/"' in reveal.content
     assert client.post("/battle/next/").url == "/rate/next/"
 
 

@@ -11,6 +11,7 @@ BENCHMARKS = {
     "web": "bench.web",
     "qc": "bench.qc",
     "rigging": "bench.rigging",
+    "personal": "bench.personal",
 }
 
 
@@ -21,7 +22,8 @@ class Command(BaseCommand):
         "against uniform random pairing in simulation. web: the leaderboard page and board API under "
         "concurrent load against a trivial view on the same server. rigging: votes a rigging attack "
         "needs on a plain Bradley-Terry board and on Populus's defended board, and the raters the "
-        "defences hold out."
+        "defences hold out. personal: a visitor's own board against the pooled and profile boards on "
+        "their held-out choices, in simulation."
     )
 
     def add_arguments(self, parser):

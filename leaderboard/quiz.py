@@ -1,0 +1,337 @@
+"""The judging quiz on the personal leaderboard: a visitor's own board from their own answers.
+
+The visitor judges real battles (a prompt and the two replies, anonymous, in random positions) and
+`stats.personalization` turns their answers into their own board, starting from their profile's board.
+
+* Items are battles whose content is already public: the battles of the open data (`exports.
+  exported_votes`: finished, counted, so never flagged, never from an excluded rater, never erased, since
+  erasure deletes the battles), with an overall verdict and every reply complete.
+* The answers live in the address only (``quiz=<item><a|b|t>.<item><a|b|t>...``, an item being the first
+  ``CODE_CHARS`` hex digits of the battle's open-data pseudonym, the outcome relative to the battle's
+  model A): nothing is stored and no cookie is set, and the address reproduces the board.
+* The individual-level model is fitted once per process per state of the tournament's counted overall
+  votes (their count and latest id) and kept for the next visitors.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import Count, Max
+from scipy import stats as scipy_stats
+
+from leaderboard.boards import publishable_group_ids
+from leaderboard.exports import battle_pseudonym, exported_votes
+from raters.models import Group, Rater
+from stats.personalization import Person, Population
+from tournaments.models import Battle, LLMModel, Reply, Tournament, Turn, VoteChoice
+
+DIMENSION = "overall"
+CODE_CHARS = 12
+QUIZ_LENGTH = 10  # the progress bar's length; the visitor may stop before or go on after
+MAX_ANSWERS = 40
+OUTCOME_CODES = {"a": "a", "b": "b", "t": "tie"}
+CODE_OF_OUTCOME = {v: k for k, v in OUTCOME_CODES.items()}
+# Fits kept per process: one per tournament state, the newest few.
+_KEPT = 4
+_cache: dict[tuple, _QuizData] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Item:
+    code: str
+    battle_id: int
+    model_a: str  # slugs
+    model_b: str
+
+
+@dataclass
+class _QuizData:
+    population: Population
+    items: dict[str, Item]  # by code
+    items_by_pair: dict[tuple[str, str], list[str]]  # sorted slug pair -> codes
+
+
+@dataclass(frozen=True)
+class OwnRow:
+    slug: str
+    name: str
+    rank: int
+    score: float  # the visitor's skill, centred, on the log-odds scale
+    low: float
+    high: float
+    p_best: float
+    profile_rank: int
+    pooled_rank: int
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The item on screen: which battle side is on the left, and the conversation in those positions."""
+
+    item: Item
+    left_outcome: str  # the outcome code the left button sends: "a" or "b"
+    right_outcome: str
+    turns: tuple[tuple[str, str, str], ...]  # (message, left reply, right reply)
+
+
+@dataclass(frozen=True)
+class Quiz:
+    encoded: str  # the normalised answers, for the address
+    answered: int
+    length: int
+    shown: Shown | None  # None: no item left
+    rows: tuple[OwnRow, ...]
+    moved: tuple[str, ...]  # sentences about how far the visitor is from the profile and pooled boards
+    closest_group: str | None
+    problems: tuple[str, ...]
+
+    @property
+    def progress(self) -> int:
+        return min(self.answered, self.length)
+
+
+def quiz_data(*, tournament: Tournament) -> _QuizData | None:
+    """The fitted individual-level model and the items of this tournament (None: nothing to judge)."""
+    votes = exported_votes(tournament=tournament)
+    state = votes.aggregate(n=Count("pk"), last=Max("pk"))
+    key = (tournament.pk, state["n"], state["last"])
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+    data = _quiz_data_built(tournament)
+    with _lock:
+        _cache[key] = data
+        for old in list(_cache)[:-_KEPT]:
+            del _cache[old]
+    return data
+
+
+def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
+    choices = list(
+        VoteChoice.objects.counted()
+        .filter(
+            vote__battle__tournament=tournament,
+            vote__battle__state=Battle.State.VOTED,
+            dimension__slug=DIMENSION,
+        )
+        .values_list(
+            "vote__battle_id",
+            "vote__battle__rater_id",
+            "vote__battle__model_a__slug",
+            "vote__battle__model_b__slug",
+            "outcome",
+        )
+    )
+    if not choices:
+        return None
+    publishable = publishable_group_ids(tournament=tournament)
+    slugs = dict(Group.objects.filter(pk__in=publishable).values_list("pk", "slug"))
+    groups = defaultdict(list)
+    for rater_id, group_id in Rater.groups.through.objects.filter(
+        rater_id__in={c[1] for c in choices}, group_id__in=slugs
+    ).values_list("rater_id", "group_id"):
+        groups[rater_id].append(slugs[group_id])
+    population = Population.fit(
+        ((rater, a, b, outcome, tuple(groups[rater])) for _, rater, a, b, outcome in choices),
+        seed=tournament.pk,
+    )
+    complete = _battles_with_complete_replies([c[0] for c in choices])
+    items: dict[str, Item] = {}
+    by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)
+    battles = Battle.objects.filter(pk__in=complete).only("pk", "public_id")
+    pairs = {c[0]: (c[2], c[3]) for c in choices}
+    for battle in battles:
+        code = battle_pseudonym(battle).removeprefix("b-")[:CODE_CHARS]
+        items[code] = Item(
+            code=code, battle_id=battle.pk, model_a=pairs[battle.pk][0], model_b=pairs[battle.pk][1]
+        )
+        by_pair[tuple(sorted(pairs[battle.pk]))].append(code)
+    return _QuizData(
+        population=population, items=items, items_by_pair={k: sorted(v) for k, v in by_pair.items()}
+    )
+
+
+def quiz_encoded_for_rater(*, rater: Rater, tournament: Tournament) -> str:
+    """A panel rater's own counted overall votes in this tournament, encoded as quiz answers (the ones
+    that are quiz items), so that the personal page shows their own board from their own votes."""
+    data = quiz_data(tournament=tournament)
+    if data is None:
+        return ""
+    codes = {item.battle_id: code for code, item in data.items.items()}
+    choices = (
+        VoteChoice.objects.counted()
+        .filter(vote__battle__rater=rater, vote__battle__tournament=tournament, dimension__slug=DIMENSION)
+        .order_by("vote_id")
+        .values_list("vote__battle_id", "outcome")
+    )
+    answers = [
+        codes[battle_id] + CODE_OF_OUTCOME[outcome] for battle_id, outcome in choices if battle_id in codes
+    ]
+    return ".".join(answers[:MAX_ANSWERS])
+
+
+def taste_spreads(*, tournament: Tournament) -> list[tuple[str, float]] | None:
+    """Per model (name, sd of individual tastes beyond the groups), most disputed first: how much people
+    disagree about it that a group average hides. None before any counted overall vote."""
+    data = quiz_data(tournament=tournament)
+    if data is None:
+        return None
+    spread = data.population.taste_spread()
+    names = dict(LLMModel.objects.filter(slug__in=spread).values_list("slug", "name"))
+    return sorted(((names.get(slug, slug), sd) for slug, sd in spread.items()), key=lambda row: -row[1])
+
+
+def _battles_with_complete_replies(battle_ids: list[int]) -> set[int]:
+    """Battles with at least one turn, every turn with both replies done and non-empty."""
+    turns = defaultdict(int)
+    for battle_id in Turn.objects.filter(battle_id__in=battle_ids).values_list("battle_id", flat=True):
+        turns[battle_id] += 1
+    replies = defaultdict(int)
+    for battle_id in (
+        Reply.objects.filter(turn__battle_id__in=battle_ids, state=Reply.State.DONE)
+        .exclude(content="")
+        .values_list("turn__battle_id", flat=True)
+    ):
+        replies[battle_id] += 1
+    return {battle_id for battle_id, n in turns.items() if replies[battle_id] == 2 * n}
+
+
+def quiz_answers_parsed(*, encoded: str, data: _QuizData) -> tuple[list[tuple[str, str]], list[str]]:
+    """``[(item code, outcome)]`` from the address, dropping what cannot be used (with a problem)."""
+    answers: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for token in encoded.split(".") if encoded else []:
+        code, outcome = token[:-1], OUTCOME_CODES.get(token[-1:])
+        if outcome is None or code not in data.items:
+            problems.append(
+                "An answer in this link is not about a published battle any more; it was left out."
+            )
+        elif any(code == seen for seen, _ in answers):
+            continue
+        else:
+            answers.append((code, outcome))
+    return answers[:MAX_ANSWERS], problems[:1]
+
+
+def quiz_build(
+    *, tournament: Tournament, groups: tuple[str, ...], encoded: str, item: str | None, answer: str | None
+) -> Quiz | None:
+    """The quiz for this visitor: their answers so far (plus the one just given), the next item, and
+    their own board."""
+    data = quiz_data(tournament=tournament)
+    if data is None or not data.items:
+        return None
+    answers, problems = quiz_answers_parsed(encoded=encoded, data=data)
+    if item and answer in OUTCOME_CODES and item in data.items and all(item != code for code, _ in answers):
+        answers = [*answers, (item, OUTCOME_CODES[answer])][:MAX_ANSWERS]
+    person = data.population.person(groups)
+    for code, outcome in answers:
+        person.observe(data.items[code].model_a, data.items[code].model_b, outcome)
+    encoded = ".".join(code + CODE_OF_OUTCOME[outcome] for code, outcome in answers)
+    shown = _next_item(data, person, {code for code, _ in answers}, encoded)
+    names = dict(LLMModel.objects.filter(slug__in=data.population.models).values_list("slug", "name"))
+    return Quiz(
+        encoded=encoded,
+        answered=len(answers),
+        length=QUIZ_LENGTH,
+        shown=shown,
+        rows=_own_rows(data.population, person, names),
+        moved=_moved(data.population, person, names) if answers else (),
+        closest_group=_closest_group(data.population, person) if answers else None,
+        problems=tuple(problems),
+    )
+
+
+def _next_item(data: _QuizData, person: Person, used: set[str], encoded: str) -> Shown | None:
+    if len(used) >= MAX_ANSWERS:
+        return None
+    open_pairs = [pair for pair, codes in data.items_by_pair.items() if any(c not in used for c in codes)]
+    if not open_pairs:
+        return None
+    pair = open_pairs[person.choose(open_pairs)]
+    # Which battle of the pair, and which side on the left, are random but fixed by the answers so far,
+    # so that reloading the address shows the same item.
+    rng = random.Random(f"{encoded}|{data.population.seed}")  # noqa: S311 - a display choice, not a secret
+    item = data.items[rng.choice([c for c in data.items_by_pair[pair] if c not in used])]
+    flipped = rng.random() < 0.5
+    left, right = ("b", "a") if flipped else ("a", "b")
+    replies = defaultdict(dict)
+    for turn_id, side, content in Reply.objects.filter(turn__battle_id=item.battle_id).values_list(
+        "turn_id", "side", "content"
+    ):
+        replies[turn_id][side] = content
+    turns = tuple(
+        (message, replies[turn_id].get(left, ""), replies[turn_id].get(right, ""))
+        for turn_id, message in Turn.objects.filter(battle_id=item.battle_id)
+        .order_by("index")
+        .values_list("pk", "message")
+    )
+    return Shown(item=item, left_outcome=left, right_outcome=right, turns=turns)
+
+
+def _ranks(skills: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(-skills, kind="stable"), kind="stable") + 1
+
+
+def _own_rows(population: Population, person: Person, names: dict[str, str]) -> tuple[OwnRow, ...]:
+    skills, errors, p_best = person.skills(), person.standard_errors(), person.p_best()
+    profile_ranks = _ranks(person.prior_mean)
+    pooled_ranks = _ranks(population.pooled_skills())
+    ranks = _ranks(skills)
+    rows = [
+        OwnRow(
+            slug=slug,
+            name=names.get(slug, slug),
+            rank=int(ranks[k]),
+            score=float(skills[k]),
+            low=float(skills[k] - 1.96 * errors[k]),
+            high=float(skills[k] + 1.96 * errors[k]),
+            p_best=p_best[slug],
+            profile_rank=int(profile_ranks[k]),
+            pooled_rank=int(pooled_ranks[k]),
+        )
+        for k, slug in enumerate(population.models)
+    ]
+    return tuple(sorted(rows, key=lambda row: row.rank))
+
+
+def _tau(x: np.ndarray, y: np.ndarray) -> float:
+    return float(scipy_stats.kendalltau(x, y).statistic)
+
+
+def _moved(population: Population, person: Person, names: dict[str, str]) -> tuple[str, ...]:
+    """How far the visitor's board is from their profile's and the pooled board, in words."""
+    skills = person.skills()
+    profile = person.prior_mean - person.prior_mean.mean()
+    pooled = population.pooled_skills()
+    sentences = [
+        f"Your order agrees with your profile's board at Kendall τ = {_tau(skills, profile):.2f} and with "
+        f"the pooled board at τ = {_tau(skills, pooled):.2f} (1: the same order)."
+    ]
+    shift = skills - profile
+    k = int(np.argmax(np.abs(shift)))
+    # A log-odds shift of 0.5 is about 12 points of win probability against an equal model.
+    if abs(shift[k]) >= 0.5:
+        direction = "higher" if shift[k] > 0 else "lower"
+        sentences.append(
+            f"You rate {names.get(population.models[k], population.models[k])} much {direction} "
+            "than people like you."
+        )
+    return tuple(sentences)
+
+
+def _closest_group(population: Population, person: Person) -> str | None:
+    """The group whose board (that group alone) is nearest to the visitor's, by squared distance."""
+    if not population.groups:
+        return None
+    skills = person.skills()
+    distances = {g: float(((population.profile_skills((g,)) - skills) ** 2).sum()) for g in population.groups}
+    slug = min(distances, key=distances.get)
+    group = Group.objects.select_related("axis").filter(slug=slug).first()
+    return f"{group.axis.label}: {group.label}" if group else slug

@@ -1,0 +1,480 @@
+"""One person's own leaderboard: an individual-level Bradley-Terry-Davidson model, shrunk to their groups.
+
+Pure numpy/scipy (no Django): the site, the benchmark and outside checks call it directly.
+
+The model
+---------
+For a person ``r`` in the groups ``c`` the skill of model ``i`` is
+
+    s_{r,i} = theta_i + sum_{g in c} u_{i,g} + b_{r,i},      b_r ~ Normal(0, T),
+
+and a comparison ends as in ``stats.btd`` (Davidson's ties, with the fitted ``nu``). ``theta`` and the
+group offsets ``u`` are the published fit: ``stats.btd.fit_btd`` on all votes, group offsets shrunk with
+an estimated tau. ``b_r`` is the person's own taste, a random effect shrunk towards zero; ``T`` is the
+covariance of tastes across models, so ``sqrt(T_ii)`` is how much people disagree about model ``i``
+beyond their groups (``Population.taste_spread``).
+
+Why a random effect with a learnt covariance, not factors
+    Tastes in LLM replies are plausibly low-rank (length, formatting, tone): someone who prefers A's
+    terse reply to B's will likely prefer C's terse one too. A Gaussian random effect whose covariance
+    ``T`` is learnt from the panel captures that (a rank-K taste is a rank-K ``T``) without choosing K or
+    fitting factor loadings from raters who each see a few pairs once: an answer about A v B moves C as
+    far as ``T`` says they go together. It fails safe: if individuals do not differ beyond their
+    groups, ``T`` shrinks towards zero and the personal board *is* the profile board (the control in
+    ``bench personal``). ``taste="isotropic"`` keeps ``T = sigma^2 I`` (one parameter).
+
+How much individuals vary
+    First one scale ``sigma`` by empirical Bayes on raters with at least ``min_rater_votes`` votes: with
+    theta and u fixed at the published mode, each rater's marginal likelihood ``p(votes_r | sigma) = int
+    p(votes_r | b) N(b; 0, sigma^2 I) db`` is Laplace-approximated over the models they saw (an unseen
+    model's ``b`` integrates out exactly), and ``sigma`` is the ``sigma_grid`` value with the highest sum
+    over raters: the grid-and-Laplace rule ``stats.btd`` uses for tau. Then ``T`` by Laplace-EM from
+    ``sigma^2 I``: each rater's posterior mode ``m_r`` and covariance ``V_r`` under the current ``T``, and
+    ``T <- mean_r (m_r m_r' + V_r)``, centred (only differences are identified), with a small floor.
+    Panel raters give few, noisy votes each, so ``T`` is estimated with a downward bias (Laplace on
+    binary outcomes) and slowly: ``bench personal`` reports it against a model told the true ``T``.
+
+A visitor
+    ``population.person(groups)`` starts from the prior ``s ~ Normal(theta + u_c, Cov_c + T)``
+    where ``Cov_c`` is the fit's Laplace covariance of the profile board (centred). Each
+    ``observe(a, b, outcome)`` adds one vote; the posterior is its Laplace approximation (Newton to the
+    mode, the inverse Hessian as covariance). With three answers the prior dominates and the board moves
+    little; with twenty on overlapping models it moves a lot (``T`` sets the scale).
+
+    ``predict`` integrates the Davidson probabilities over the posterior of ``s_a - s_b`` (Gauss-Hermite),
+    ``p_best`` draws skills from the posterior (seeded, so a URL of answers gives the same board), and
+    ``choose`` scores each candidate pair by the expected information its answer gives about the skills,
+    ``0.5 log(1 + Var(s_a - s_b) I(E[s_a - s_b]))`` with ``I`` the Fisher information of one Davidson
+    outcome, weighted up for pairs of models that may both be this person's best (``top_weight``), and
+    picks at random among the candidates within ``near_equal`` of the best score. That prefers pairs
+    that are close for this person and pairs where they are uncertain, which are the pairs the
+    population finds close or their group disagrees on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stats.btd import Counts, Fit, fit_btd
+
+__all__ = ["OUTCOMES", "Person", "Population"]
+
+OUTCOMES = ("a", "tie", "b")
+DEFAULT_SIGMA_GRID = (0.01, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 2.0)
+_HERMITE_X, _HERMITE_W = np.polynomial.hermite.hermgauss(24)
+_BTD_OUTCOME = {"a": "i", "b": "j", "tie": "tie"}
+# Half the skill gap's derivative of log P(outcome) has this constant part, per outcome.
+_SCORE_CONSTANT = {"a": 0.5, "b": -0.5, "tie": 0.0}
+
+
+def davidson(gap: np.ndarray | float, log_nu: float) -> np.ndarray:
+    """P(a), P(tie), P(b) for the skill gap ``s_a - s_b`` (last axis of the result)."""
+    half = 0.5 * np.asarray(gap, dtype=float)
+    logits = np.stack([half, np.full_like(half, log_nu), -half], axis=-1)
+    logits -= logits.max(axis=-1, keepdims=True)
+    weights = np.exp(logits)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def _gap_terms(gap: np.ndarray, outcome_constant: np.ndarray, log_nu: float):
+    """log P(outcome), its derivative in the gap, and the Fisher information, per vote."""
+    p = davidson(gap, log_nu)
+    p_a, p_tie, p_b = p[..., 0], p[..., 1], p[..., 2]
+    chosen = np.where(outcome_constant > 0, p_a, np.where(outcome_constant < 0, p_b, p_tie))
+    score = outcome_constant - 0.5 * (p_a - p_b)
+    information = 0.25 * ((p_a + p_b) - (p_a - p_b) ** 2)
+    return np.log(chosen), score, information
+
+
+def _fisher(gap: np.ndarray | float, log_nu: float) -> np.ndarray:
+    p = davidson(gap, log_nu)
+    return 0.25 * ((p[..., 0] + p[..., 2]) - (p[..., 0] - p[..., 2]) ** 2)
+
+
+@dataclass
+class _Votes:
+    """One rater's (or visitor's) votes as index arrays."""
+
+    a: np.ndarray
+    b: np.ndarray
+    constant: np.ndarray  # +1/2 a won, -1/2 b won, 0 tie
+    mean_gap: np.ndarray  # the prior mean's gap s_a - s_b, per vote
+
+
+def _rater_log_marginal(votes: _Votes, sigma: float, log_nu: float, start: np.ndarray | None):
+    """Laplace log p(votes | sigma) over the rater's own effects b (prior N(0, sigma^2)), and the mode."""
+    seen, local = np.unique(np.concatenate([votes.a, votes.b]), return_inverse=True)
+    k, n = len(seen), len(votes.a)
+    ia, ib = local[:n], local[n:]
+    b = np.zeros(k) if start is None else start.copy()
+    precision = sigma**-2
+    for _ in range(50):
+        gap = votes.mean_gap + b[ia] - b[ib]
+        _, score, information = _gap_terms(gap, votes.constant, log_nu)
+        gradient = -precision * b
+        np.add.at(gradient, ia, score)
+        np.add.at(gradient, ib, -score)
+        hessian = precision * np.eye(k)
+        np.add.at(hessian, (ia, ia), information)
+        np.add.at(hessian, (ib, ib), information)
+        np.add.at(hessian, (ia, ib), -information)
+        np.add.at(hessian, (ib, ia), -information)
+        step = np.linalg.solve(hessian, gradient)
+        b += step
+        if np.abs(step).max() < 1e-8:
+            break
+    gap = votes.mean_gap + b[ia] - b[ib]
+    log_lik, _, information = _gap_terms(gap, votes.constant, log_nu)
+    hessian = precision * np.eye(k)
+    np.add.at(hessian, (ia, ia), information)
+    np.add.at(hessian, (ib, ib), information)
+    np.add.at(hessian, (ia, ib), -information)
+    np.add.at(hessian, (ib, ia), -information)
+    _, log_det = np.linalg.slogdet(hessian)
+    value = log_lik.sum() - 0.5 * precision * b @ b - k * math.log(sigma) - 0.5 * log_det
+    return float(value), b
+
+
+_FLOOR_SD = 0.02
+
+
+def _rater_posterior(votes: _Votes, precision: np.ndarray, log_nu: float, start: np.ndarray):
+    """Laplace posterior of one rater's tastes over every model, prior N(0, precision^-1)."""
+    b = start.copy()
+    hessian = precision
+    for _ in range(30):
+        gap = votes.mean_gap + b[votes.a] - b[votes.b]
+        _, score, information = _gap_terms(gap, votes.constant, log_nu)
+        gradient = -precision @ b
+        np.add.at(gradient, votes.a, score)
+        np.add.at(gradient, votes.b, -score)
+        hessian = precision.copy()
+        np.add.at(hessian, (votes.a, votes.a), information)
+        np.add.at(hessian, (votes.b, votes.b), information)
+        np.add.at(hessian, (votes.a, votes.b), -information)
+        np.add.at(hessian, (votes.b, votes.a), -information)
+        step = np.linalg.solve(hessian, gradient)
+        b += step
+        if np.abs(step).max() < 1e-6:
+            break
+    return b, np.linalg.inv(hessian)
+
+
+@dataclass
+class Population:
+    """The published fit plus how much individuals vary beyond their groups (``sigma``)."""
+
+    models: list[str]
+    groups: list[str]
+    group_fit: Fit  # with group offsets (or without, if the votes carry no groups)
+    pooled: Fit  # no groups: the pooled board
+    sigma: float
+    # Covariance of individual tastes across models, (n_models, n_models): sigma^2 I, or learnt (below).
+    taste: np.ndarray | None = None
+    sigma_search: dict[float, float] = field(default_factory=dict)  # sigma -> summed log marginal
+    n_raters_for_sigma: int = 0
+    seed: int = 0
+    n_draws: int = 4000
+    choose_draws: int = 500
+    top_weight: float = 1.0
+    near_equal: float = 0.05
+
+    @classmethod
+    def fit(
+        cls,
+        votes: Iterable[tuple[object, str, str, str, Sequence[str]]],
+        *,
+        seed: int | None = None,
+        group_prior_sd: float | str = "estimate",
+        sigma: float | None = None,
+        sigma_grid: Sequence[float] = DEFAULT_SIGMA_GRID,
+        min_rater_votes: int = 2,
+        taste: str = "covariance",
+        em_iterations: int = 30,
+        n_draws: int = 4000,
+        top_weight: float = 1.0,
+        near_equal: float = 0.05,
+    ) -> Population:
+        """Fit from votes ``(rater_id, model_a, model_b, outcome "a"/"b"/"tie", groups)``.
+
+        ``sigma`` fixes the individual spread instead of estimating it over ``sigma_grid``. ``taste`` is
+        "covariance" (the tastes' covariance across models learnt by ``em_iterations`` of Laplace-EM,
+        starting from sigma^2 I) or "isotropic" (sigma^2 I).
+        """
+        if taste not in ("covariance", "isotropic"):
+            raise ValueError('taste must be "covariance" or "isotropic"')
+        rows = [(rater, a, b, outcome, tuple(groups)) for rater, a, b, outcome, groups in votes]
+        for _, a, b, outcome, _ in rows:
+            if outcome not in OUTCOMES:
+                raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
+            if a == b:
+                raise ValueError(f"a model cannot meet itself: {a!r}")
+        if not rows:
+            raise ValueError("no votes")
+        models = sorted({m for row in rows for m in row[1:3]})
+        groups = sorted({g for row in rows for g in row[4]})
+        model_index = {m: k for k, m in enumerate(models)}
+        group_index = {g: k for k, g in enumerate(groups)}
+        btd_votes = [
+            (
+                tuple(sorted(group_index[g] for g in cell)),
+                model_index[a],
+                model_index[b],
+                _BTD_OUTCOME[outcome],
+            )
+            for _, a, b, outcome, cell in rows
+        ]
+        counts = Counts.from_votes(btd_votes, len(models))
+        pooled = fit_btd(counts, n_models=len(models), n_groups=len(groups), with_groups=False)
+        if groups:
+            fit = fit_btd(counts, n_models=len(models), n_groups=len(groups), group_prior_sd=group_prior_sd)
+        else:
+            fit = pooled
+        population = cls(
+            models=models,
+            groups=groups,
+            group_fit=fit,
+            pooled=pooled,
+            sigma=0.0,
+            seed=0 if seed is None else int(seed),
+            n_draws=n_draws,
+            top_weight=top_weight,
+            near_equal=near_equal,
+        )
+        by_rater: dict[object, list[tuple[int, int, float, tuple[int, ...]]]] = {}
+        for (rater, _, _, outcome, _), (cell, i, j, _) in zip(rows, btd_votes, strict=True):
+            by_rater.setdefault(rater, []).append((i, j, _SCORE_CONSTANT[outcome], cell))
+        raters = [population._votes(v) for v in by_rater.values() if len(v) >= min_rater_votes]
+        population.n_raters_for_sigma = len(raters)
+        if sigma is not None:
+            population.sigma = float(sigma)
+        elif raters:
+            population.sigma, population.sigma_search = population._estimate_sigma(raters, sigma_grid)
+        else:
+            population.sigma = float(min(sigma_grid))
+        population.taste = population.sigma**2 * np.eye(len(models))
+        if taste == "covariance" and raters and sigma is None:
+            population.taste = population._estimate_taste(raters, em_iterations)
+        return population
+
+    def taste_spread(self) -> dict[str, float]:
+        """Per model, the sd of individual tastes beyond the groups: how much people disagree about it."""
+        n = len(self.models)
+        centre = np.eye(n) - 1.0 / n
+        spread = np.sqrt(np.clip(np.diag(centre @ self.taste @ centre), 0.0, None))
+        return {m: float(v) for m, v in zip(self.models, spread, strict=True)}
+
+    # --- Boards of a profile ---------------------------------------------------------------------
+
+    def _cell(self, groups: Sequence[str]) -> tuple[int, ...]:
+        # A group the fit has never seen has no offset: it shrinks entirely to zero.
+        index = {g: k for k, g in enumerate(self.groups)}
+        return tuple(sorted(index[g] for g in groups if g in index))
+
+    def profile_skills(self, groups: Sequence[str] = ()) -> np.ndarray:
+        """The profile board's skills, theta + the groups' offsets (centred), in ``models`` order."""
+        cell = self._cell(groups)
+        skills = self.group_fit.theta + (self.group_fit.offsets[:, list(cell)].sum(axis=1) if cell else 0.0)
+        return skills - skills.mean()
+
+    def pooled_skills(self) -> np.ndarray:
+        return self.pooled.theta - self.pooled.theta.mean()
+
+    def profile_covariance(self, groups: Sequence[str] = ()) -> np.ndarray:
+        """Laplace covariance of the profile board's centred skills."""
+        n = len(self.models)
+        cell = self._cell(groups)
+        design = np.zeros((n, self.group_fit.covariance.shape[0]))
+        design[:, :n] = np.eye(n)
+        if self.group_fit.with_groups:
+            for g in cell:
+                design[:, n * (1 + g) : n * (2 + g)] += np.eye(n)
+        covariance = design @ self.group_fit.covariance @ design.T
+        centre = np.eye(n) - 1.0 / n
+        return centre @ covariance @ centre
+
+    def predict_board(self, skills: np.ndarray, model_a: str, model_b: str, *, pooled: bool = False):
+        """Plug-in probabilities of a board (no uncertainty): what the pooled or profile board says."""
+        log_nu = (self.pooled if pooled else self.group_fit).log_nu
+        index = {m: k for k, m in enumerate(self.models)}
+        p = davidson(skills[index[model_a]] - skills[index[model_b]], log_nu)
+        return dict(zip(OUTCOMES, map(float, p), strict=True))
+
+    def person(self, groups: Sequence[str] = ()) -> Person:
+        """A new visitor in these groups, with no answers yet (their board is the profile board)."""
+        prior_mean = self.profile_skills(groups)
+        taste = self.sigma**2 * np.eye(len(self.models)) if self.taste is None else self.taste
+        prior_covariance = self.profile_covariance(groups) + taste
+        return Person(population=self, groups=tuple(groups), prior_mean=prior_mean, prior=prior_covariance)
+
+    # --- sigma -----------------------------------------------------------------------------------
+
+    def _votes(self, votes: list[tuple[int, int, float, tuple[int, ...]]]) -> _Votes:
+        a = np.array([v[0] for v in votes], dtype=np.intp)
+        b = np.array([v[1] for v in votes], dtype=np.intp)
+        cells = {cell: self.profile_skills([self.groups[g] for g in cell]) for *_, cell in votes}
+        gap = np.array([cells[cell][i] - cells[cell][j] for i, j, _, cell in votes])
+        constant = np.array([v[2] for v in votes])
+        return _Votes(a=a, b=b, constant=constant, mean_gap=gap)
+
+    def _estimate_taste(self, raters: list[_Votes], iterations: int) -> np.ndarray:
+        """Laplace-EM for the covariance of tastes: each rater's posterior (mode m, covariance V) under
+        the current covariance, then the covariance becomes the mean of m m' + V, centred (only
+        differences between models are identified). A floor of FLOOR_SD^2 keeps it invertible."""
+        n = len(self.models)
+        centre = np.eye(n) - 1.0 / n
+        floor = _FLOOR_SD**2 * np.eye(n)
+        covariance = self.sigma**2 * np.eye(n)
+        modes: list[np.ndarray] = [np.zeros(n) for _ in raters]
+        for _ in range(iterations):
+            precision = np.linalg.inv(covariance)
+            total = np.zeros((n, n))
+            for k, votes in enumerate(raters):
+                modes[k], posterior = _rater_posterior(votes, precision, self.group_fit.log_nu, modes[k])
+                total += np.outer(modes[k], modes[k]) + posterior
+            updated = centre @ (total / len(raters)) @ centre + floor
+            change = np.abs(updated - covariance).max()
+            covariance = updated
+            if change < 1e-4:
+                break
+        return covariance
+
+    def _estimate_sigma(self, raters: list[_Votes], grid: Sequence[float]) -> tuple[float, dict]:
+        search: dict[float, float] = {}
+        modes: list[np.ndarray | None] = [None] * len(raters)
+        # From narrow to wide, each rater's mode warm-starts the next sigma.
+        for sigma in sorted(float(s) for s in grid):
+            total = 0.0
+            for k, votes in enumerate(raters):
+                value, modes[k] = _rater_log_marginal(votes, sigma, self.group_fit.log_nu, modes[k])
+                total += value
+            search[sigma] = total
+        return max(search, key=search.get), search
+
+
+@dataclass
+class Person:
+    """One visitor's posterior over their own skills; ``observe`` adds an answer."""
+
+    population: Population
+    groups: tuple[str, ...]
+    prior_mean: np.ndarray
+    prior: np.ndarray
+    answers: list[tuple[str, str, str]] = field(default_factory=list)
+    mean: np.ndarray = field(init=False)
+    covariance: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._index = {m: k for k, m in enumerate(self.population.models)}
+        self._prior_precision = np.linalg.inv(self.prior)
+        self.mean = self.prior_mean.copy()
+        self.covariance = self.prior.copy()
+
+    @property
+    def models(self) -> list[str]:
+        return self.population.models
+
+    def observe(self, model_a: str, model_b: str, outcome: str) -> None:
+        """Add one answer: ``outcome`` "a" (model_a better), "b" or "tie"."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
+        if model_a == model_b or model_a not in self._index or model_b not in self._index:
+            raise ValueError(f"unknown or equal models: {model_a!r}, {model_b!r}")
+        self.answers.append((model_a, model_b, outcome))
+        self._refit()
+
+    def _refit(self) -> None:
+        a = np.array([self._index[x] for x, _, _ in self.answers], dtype=np.intp)
+        b = np.array([self._index[y] for _, y, _ in self.answers], dtype=np.intp)
+        constant = np.array([_SCORE_CONSTANT[o] for *_, o in self.answers])
+        log_nu = self.population.group_fit.log_nu
+        skills = self.mean.copy()
+        for _ in range(50):
+            _, score, information = _gap_terms(skills[a] - skills[b], constant, log_nu)
+            gradient = -self._prior_precision @ (skills - self.prior_mean)
+            np.add.at(gradient, a, score)
+            np.add.at(gradient, b, -score)
+            hessian = self._hessian(a, b, information)
+            step = np.linalg.solve(hessian, gradient)
+            skills += step
+            if np.abs(step).max() < 1e-9:
+                break
+        _, _, information = _gap_terms(skills[a] - skills[b], constant, log_nu)
+        self.mean = skills
+        covariance = np.linalg.inv(self._hessian(a, b, information))
+        self.covariance = 0.5 * (covariance + covariance.T)
+
+    def _hessian(self, a: np.ndarray, b: np.ndarray, information: np.ndarray) -> np.ndarray:
+        hessian = self._prior_precision.copy()
+        np.add.at(hessian, (a, a), information)
+        np.add.at(hessian, (b, b), information)
+        np.add.at(hessian, (a, b), -information)
+        np.add.at(hessian, (b, a), -information)
+        return hessian
+
+    # --- What the person's board says ------------------------------------------------------------
+
+    def _gap(self, i: int, j: int) -> tuple[float, float]:
+        c = self.covariance
+        return float(self.mean[i] - self.mean[j]), float(max(c[i, i] + c[j, j] - 2 * c[i, j], 0.0))
+
+    def predict(self, model_a: str, model_b: str) -> dict[str, float]:
+        """P(a), P(tie), P(b) for this person, averaged over what we still do not know about them."""
+        mean, variance = self._gap(self._index[model_a], self._index[model_b])
+        gaps = mean + math.sqrt(2.0 * variance) * _HERMITE_X
+        p = (_HERMITE_W[:, None] * davidson(gaps, self.population.group_fit.log_nu)).sum(axis=0) / math.sqrt(
+            math.pi
+        )
+        return dict(zip(OUTCOMES, map(float, p / p.sum()), strict=True))
+
+    def skills(self) -> np.ndarray:
+        """Posterior mean skills, centred, in ``models`` order."""
+        return self.mean - self.mean.mean()
+
+    def standard_errors(self) -> np.ndarray:
+        n = len(self.mean)
+        centre = np.eye(n) - 1.0 / n
+        return np.sqrt(np.clip(np.diag(centre @ self.covariance @ centre), 0.0, None))
+
+    def ranking(self) -> list[str]:
+        """Models, best for this person first."""
+        order = np.argsort(-self.mean, kind="stable")
+        return [self.models[k] for k in order]
+
+    def draws(self, n_draws: int | None = None) -> np.ndarray:
+        """Posterior skill draws (seeded by the population and the answers, so reproducible)."""
+        rng = np.random.default_rng([self.population.seed, len(self.answers), 1])
+        root = np.linalg.cholesky(self.covariance + 1e-12 * np.eye(len(self.mean)))
+        noise = rng.standard_normal((n_draws or self.population.n_draws, len(self.mean)))
+        return self.mean + noise @ root.T
+
+    def p_best(self, n_draws: int | None = None) -> dict[str, float]:
+        """P(model is this person's best), from posterior draws."""
+        draws = self.draws(n_draws)
+        best = np.bincount(draws.argmax(axis=1), minlength=len(self.models))
+        return {m: float(c) / len(draws) for m, c in zip(self.models, best, strict=True)}
+
+    def choose(self, candidates: Sequence[tuple[str, str]]) -> int:
+        """Index of the most informative next pair among ``(model_a, model_b)`` candidates."""
+        if not candidates:
+            raise ValueError("no candidates")
+        # A rough P(best) is enough to weigh the pairs.
+        p_best = self.p_best(self.population.choose_draws)
+        i = np.array([self._index[x] for x, _ in candidates], dtype=np.intp)
+        j = np.array([self._index[y] for _, y in candidates], dtype=np.intp)
+        c = self.covariance
+        mean = self.mean[i] - self.mean[j]
+        variance = np.clip(c[i, i] + c[j, j] - 2 * c[i, j], 0.0, None)
+        gain = 0.5 * np.log1p(variance * _fisher(mean, self.population.group_fit.log_nu))
+        # Weight up pairs of contenders for this person's best (both must be: the best against a
+        # foregone loser decides nothing); with P(best) spread evenly every pair weighs 1 + top_weight.
+        best = np.array([p_best[m] for m in self.models])
+        top = len(self.models) * np.sqrt(best[i] * best[j])
+        scores = gain * (1.0 + self.population.top_weight * top)
+        near = np.flatnonzero(scores >= (1.0 - self.population.near_equal) * scores.max())
+        rng = np.random.default_rng([self.population.seed, len(self.answers), 2])
+        return int(rng.choice(near))

@@ -1,0 +1,146 @@
+"""The judging quiz on the personal leaderboard: published battles only, answers in the address only."""
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from leaderboard import quiz
+from leaderboard.exports import battle_pseudonym
+from raters.models import Rater
+from tests.leaderboard.test_personal import OLDEST, sample_fitted
+from tournaments.models import Battle, Reply, Turn
+
+pytestmark = pytest.mark.django_db
+URL = "/leaderboard/personal/"
+
+
+def conversations_written(battles, *, reply: str = "A **reply** from {side}.") -> None:
+    """One turn per battle with both replies done, as a finished battle has."""
+    for battle in battles:
+        turn = Turn.objects.create(battle=battle, index=0, message=f"Prompt of battle {battle.pk}")
+        for side in "ab":
+            content = reply.format(side=side)
+            Reply.objects.create(turn=turn, side=side, state=Reply.State.DONE, content=content)
+
+
+@pytest.fixture
+def quizzed(study, groups, tournament, settings):
+    settings.POPULUS_MIN_GROUP_RATERS = 5
+    sample_fitted(study, tournament)
+    conversations_written(Battle.objects.filter(tournament=tournament))
+    return tournament
+
+
+def code_of(battle) -> str:
+    return battle_pseudonym(battle).removeprefix("b-")[: quiz.CODE_CHARS]
+
+
+def test_it_offers_only_counted_battles_whose_replies_are_complete(quizzed):
+    battles = list(Battle.objects.filter(tournament=quizzed).order_by("pk"))
+    flagged, excluded_rater_battle, unfinished = battles[0], battles[1], battles[2]
+    Battle.objects.filter(pk=flagged.pk).update(flagged_reason="named itself")
+    Rater.objects.filter(pk=excluded_rater_battle.rater_id).update(status=Rater.Status.EXCLUDED)
+    Reply.objects.filter(turn__battle=unfinished, side="b").update(state=Reply.State.FAILED)
+    data = quiz.quiz_data(tournament=quizzed)
+    excluded = Battle.objects.filter(rater_id=excluded_rater_battle.rater_id)
+    offered = {item.battle_id for item in data.items.values()}
+    assert flagged.pk not in offered and unfinished.pk not in offered
+    assert not offered & set(excluded.values_list("pk", flat=True))
+    assert offered == set(
+        Battle.objects.filter(tournament=quizzed)
+        .exclude(pk__in=[flagged.pk, unfinished.pk])
+        .exclude(rater_id=excluded_rater_battle.rater_id)
+        .values_list("pk", flat=True)
+    )
+    assert all(code == code_of(Battle.objects.get(pk=item.battle_id)) for code, item in data.items.items())
+
+
+def test_it_never_asks_the_same_item_twice_and_the_answers_move_the_board(quizzed):
+    encoded, seen = "", []
+    start = quiz.quiz_build(tournament=quizzed, groups=(OLDEST,), encoded="", item=None, answer=None)
+    for _ in range(12):
+        current = quiz.quiz_build(
+            tournament=quizzed, groups=(OLDEST,), encoded=encoded, item=None, answer=None
+        )
+        item = current.shown.item
+        seen.append(item.code)
+        # This visitor always prefers whatever Gamma Instruct wrote, and ties otherwise.
+        answer = "a" if item.model_a == "gamma-instruct" else "b" if item.model_b == "gamma-instruct" else "t"
+        encoded = quiz.quiz_build(
+            tournament=quizzed, groups=(OLDEST,), encoded=encoded, item=item.code, answer=answer
+        ).encoded
+    assert len(set(seen)) == 12
+    final = quiz.quiz_build(tournament=quizzed, groups=(OLDEST,), encoded=encoded, item=None, answer=None)
+    assert final.answered == 12
+    gamma = {row.slug: row for row in final.rows}["gamma-instruct"]
+    before = {row.slug: row for row in start.rows}["gamma-instruct"]
+    assert gamma.score > before.score
+    assert gamma.p_best > before.p_best
+    assert final.closest_group
+    assert any("Kendall" in sentence for sentence in final.moved)
+
+
+def test_it_keeps_the_answers_in_the_address_sets_no_cookie_and_the_address_reproduces_the_board(
+    client, quizzed
+):
+    page = client.get(URL, {"w-overall": "10"})
+    assert b"Sharpen it with your own judgments" in page.content
+    item = page.context["quiz"].shown
+    answered = client.get(
+        URL,
+        {"w-overall": "10", "item": item.item.code, "answer": item.left_outcome},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="personal-quiz",
+    )
+    assert not answered.cookies
+    pushed = answered["HX-Push-Url"]
+    assert parse_qs(urlsplit(pushed).query)["quiz"] == [item.item.code + item.left_outcome]
+    assert b"1 answered" in answered.content
+    again = client.get(pushed)
+    assert again.context["quiz"].rows == answered.context["quiz"].rows
+    assert again.context["quiz"].shown == answered.context["quiz"].shown
+    assert again.context["quiz"].answered == 1
+
+
+def test_it_renders_the_replies_through_the_sanitiser_and_drops_answers_it_cannot_use(client, quizzed):
+    Reply.objects.filter(side="a").update(content="<script>alert(1)</script>**bold**")
+    page = client.get(URL, {"w-overall": "10", "quiz": "0000000000zzz.ffffffffffffa"})
+    assert b"<script>alert(1)" not in page.content
+    assert b"<strong>bold</strong>" in page.content
+    assert page.context["quiz"].answered == 0
+    assert b"not about a published battle any more" in page.content
+
+
+def test_the_methodology_page_shows_how_much_people_disagree_about_each_model(client, quizzed):
+    html = client.get("/leaderboard/methodology/").content.decode()
+    assert 'data-testid="taste-spread"' in html
+    spreads = quiz.taste_spreads(tournament=quizzed)
+    assert [name for name, _ in spreads] == sorted(
+        (name for name, _ in spreads), key=lambda name: -dict(spreads)[name]
+    )
+    assert all(f"<td>{name}</td>" in html for name, _ in spreads)
+
+
+def test_the_disagreement_figures_are_withheld_while_the_pooled_board_is(client, quizzed, settings):
+    settings.POPULUS_MIN_GROUP_RATERS = 10_000
+    html = client.get("/leaderboard/methodology/").content.decode()
+    assert 'data-testid="pooled-raters"' in html
+    assert 'data-testid="taste-spread"' not in html
+
+
+def test_a_panel_rater_gets_their_own_board_from_their_own_votes_only_after_the_last_vote(quizzed):
+    from tests.conftest import client_for
+
+    rater = Battle.objects.filter(tournament=quizzed).order_by("pk").first().rater
+    client = client_for(rater)
+    assert client.get("/leaderboard/personal/mine/").status_code == 403  # still voting
+    Rater.objects.filter(pk=rater.pk).update(status=Rater.Status.COMPLETED)
+    response = client.get("/leaderboard/personal/mine/")
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response["Location"]).query)
+    own = Battle.objects.filter(rater=rater)
+    assert sorted(token[:-1] for token in query["quiz"][0].split(".")) == sorted(code_of(b) for b in own)
+    assert query["tournament"] == [quizzed.slug]
+    assert set(query) & {group.axis.slug for group in rater.groups.all()}
+    page = client.get(response["Location"])
+    assert page.context["quiz"].answered == own.count() == 10

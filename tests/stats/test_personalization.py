@@ -1,0 +1,126 @@
+"""stats.personalization: one person's board, shrunk to their groups, moved by their own answers."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from stats.personalization import Population, davidson
+
+MODELS = [f"m{k}" for k in range(6)]
+
+
+def simulated_votes(*, individual_sd: float, n_raters: int, votes_each: int, seed: int):
+    rng = np.random.default_rng(seed)
+    theta = np.linspace(-1.0, 1.0, len(MODELS))
+    offsets = {"left": np.array([0.6, -0.6, 0, 0, 0, 0]), "right": np.array([-0.6, 0.6, 0, 0, 0, 0])}
+    votes = []
+    for rater in range(n_raters):
+        group = "left" if rater % 2 else "right"
+        skills = theta + offsets[group] + rng.normal(0.0, individual_sd, len(MODELS))
+        for _ in range(votes_each):
+            i, j = rng.choice(len(MODELS), 2, replace=False)
+            outcome = ("a", "tie", "b")[rng.choice(3, p=davidson(skills[i] - skills[j], math.log(0.3)))]
+            votes.append((rater, MODELS[i], MODELS[j], outcome, (group,)))
+    return votes
+
+
+@pytest.fixture(scope="module")
+def population():
+    return Population.fit(simulated_votes(individual_sd=0.0, n_raters=120, votes_each=10, seed=1), seed=3)
+
+
+def test_it_starts_a_visitor_on_their_profile_board(population):
+    left, right = population.person(("left",)), population.person(("right",))
+    assert left.ranking() == [population.models[k] for k in np.argsort(-population.profile_skills(("left",)))]
+    # The group offsets of the simulation put m0 ahead of m1 on the left and behind it on the right.
+    assert left.ranking().index("m0") < left.ranking().index("m1")
+    assert right.ranking().index("m0") > right.ranking().index("m1")
+    plug_in = population.predict_board(population.profile_skills(("left",)), "m5", "m0")
+    predicted = left.predict("m5", "m0")
+    assert set(predicted) == {"a", "tie", "b"}
+    assert math.isclose(sum(predicted.values()), 1.0)
+    # Averaging over what we do not know about the visitor makes the prediction less sure, not reversed.
+    assert 0.5 < predicted["a"] < plug_in["a"]
+
+
+def test_it_moves_a_visitor_little_after_three_answers_and_a_lot_after_twenty():
+    votes = simulated_votes(individual_sd=0.0, n_raters=120, votes_each=10, seed=2)
+    population = Population.fit(votes, seed=1, sigma=0.8)
+    person = population.person(("left",))
+    before = person.skills()[0]
+    moves = []
+    for answer in range(20):
+        person.observe("m0", MODELS[1 + answer % 5], "a")
+        moves.append(person.skills()[0] - before)
+    assert 0 < moves[2] < 0.5 * moves[19]
+    assert person.ranking()[0] == "m0"
+    assert person.p_best()["m0"] > 0.9
+    # Without room for individual taste (sigma near zero) only the fit's own uncertainty is left.
+    stubborn = Population.fit(votes, seed=1, sigma=0.01).person(("left",))
+    for answer in range(20):
+        stubborn.observe("m0", MODELS[1 + answer % 5], "a")
+    assert stubborn.skills()[0] - before < 0.2 * moves[19]
+
+
+def test_it_estimates_how_much_individuals_vary_beyond_their_groups():
+    same = Population.fit(simulated_votes(individual_sd=0.0, n_raters=150, votes_each=30, seed=4))
+    varied = Population.fit(simulated_votes(individual_sd=1.2, n_raters=150, votes_each=30, seed=4))
+    assert same.sigma <= 0.15
+    assert varied.sigma >= 0.6
+    assert varied.n_raters_for_sigma == 150
+    assert max(varied.sigma_search, key=varied.sigma_search.get) == varied.sigma
+
+
+def test_it_chooses_a_close_uncertain_pair_over_a_foregone_one(population):
+    person = population.person(("left",))
+    # m5 beats m0 on every board; m2 and m3 are close: the answer on m2-m3 is the informative one.
+    assert person.choose([("m5", "m0"), ("m2", "m3")]) == 1
+    assert person.choose([("m2", "m3"), ("m0", "m5")]) == 0
+
+
+def test_it_gives_the_same_board_for_the_same_answers(population):
+    first, second = population.person(("right",)), population.person(("right",))
+    for person in (first, second):
+        person.observe("m1", "m4", "a")
+        person.observe("m2", "m3", "tie")
+    assert first.p_best() == second.p_best()
+    assert math.isclose(sum(first.p_best().values()), 1.0)
+    candidates = [("m0", "m1"), ("m2", "m5"), ("m3", "m4")]
+    assert first.choose(candidates) == second.choose(candidates)
+
+
+def test_it_rejects_unknown_outcomes_and_models(population):
+    person = population.person()
+    with pytest.raises(ValueError):
+        person.observe("m0", "m1", "i")
+    with pytest.raises(ValueError):
+        person.observe("m0", "nobody", "a")
+    with pytest.raises(ValueError):
+        Population.fit([(1, "m0", "m1", "win", ())])
+
+
+def test_it_imports_without_django_settings():
+    code = "import sys, stats.personalization as p; assert 'django' not in sys.modules; print(p.Population)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_it_learns_which_models_people_disagree_about():
+    rng = np.random.default_rng(5)
+    theta = np.linspace(-1.0, 1.0, len(MODELS))
+    votes = []
+    for rater in range(200):
+        # People disagree only about m2: for some it is the best model, for others the worst.
+        skills = theta + np.array([0, 0, rng.normal(0.0, 1.5), 0, 0, 0])
+        for _ in range(30):
+            i, j = rng.choice(len(MODELS), 2, replace=False)
+            outcome = ("a", "tie", "b")[rng.choice(3, p=davidson(skills[i] - skills[j], math.log(0.3)))]
+            votes.append((rater, MODELS[i], MODELS[j], outcome, ()))
+    spread = Population.fit(votes, seed=1).taste_spread()
+    assert max(spread, key=spread.get) == "m2"
+    assert spread["m2"] > 2 * max(v for m, v in spread.items() if m != "m2")
+    isotropic = Population.fit(votes, seed=1, taste="isotropic").taste_spread()
+    assert max(isotropic.values()) - min(isotropic.values()) < 1e-9

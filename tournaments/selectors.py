@@ -41,16 +41,26 @@ class BattleView:
         return self.battle.state == Battle.State.VOID
 
     @property
+    def polling(self) -> bool:
+        """Whether the page should ask again: until every turn is settled and a failed turn has voided the
+        battle, so the page always converges to the battle's true state."""
+        return self.battle.state == Battle.State.ACTIVE and any(t.waiting or t.failed for t in self.turns)
+
+    @property
     def turns_to_unlock(self) -> int:
         return max(0, self.battle.tournament.min_turns - self.turns_done)
 
     @property
     def can_vote(self) -> bool:
-        return not self.is_void and not self.waiting and self.turns_to_unlock == 0
+        return self.battle.state == Battle.State.ACTIVE and not self.polling and self.turns_to_unlock == 0
 
     @property
     def can_send(self) -> bool:
-        return not self.is_void and not self.waiting and len(self.turns) < self.battle.tournament.max_turns
+        return (
+            self.battle.state == Battle.State.ACTIVE
+            and not self.polling
+            and len(self.turns) < self.battle.tournament.max_turns
+        )
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,9 @@ def battle_for_rater(*, rater: Rater, public_id: uuid.UUID) -> Battle:
 
 
 def battle_view(*, battle: Battle) -> BattleView:
+    # Read afresh: the caller's instance may predate a void committed since (by a task that ran after the
+    # request's own commit), and a page rendered from it would offer a message box to a battle that ended.
+    battle = Battle.objects.select_related("tournament", "rater").get(pk=battle.pk)
     replies = Reply.objects.filter(turn__battle=battle).select_related("turn").order_by("turn__index", "side")
     by_turn: dict[int, dict] = {}
     for reply in replies:

@@ -152,6 +152,9 @@ CELERY_BEAT_SCHEDULE = {
 PANEL_ID_HMAC_KEY = ""
 # In embedded mode there is no Redis and no separate worker: tasks run in-process.
 POPULUS_EMBEDDED = False
+# Threads of the in-process background pool that runs tasks when there is no broker (the embedded mode);
+# 0 sends tasks to Celery. See config/background.py.
+POPULUS_BACKGROUND_THREADS = 0
 # Per-rater throttles; the turn and vote rules already bound what a rater can do in a battle.
 RATE_LIMIT_MESSAGES_PER_MINUTE = env_int("RATE_LIMIT_MESSAGES_PER_MINUTE", 12)
 RATE_LIMIT_VOTES_PER_MINUTE = env_int("RATE_LIMIT_VOTES_PER_MINUTE", 10)

@@ -32,6 +32,7 @@ from leaderboard.boards import (
 from leaderboard.models import FitScore, FitSnapshot
 from raters.models import Group, Rater
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament
+from tournaments.selectors import ModelReliability, model_reliability
 
 HISTORY_SNAPSHOTS = 20
 SAME_MODEL = "\u2013"  # an en dash in the diagonal of the matrices
@@ -445,6 +446,7 @@ class ModelPage:
     group_chart: SafeString | None
     head_to_head: list[HeadToHead]
     status: str | None
+    reliability: ModelReliability
 
 
 def model_for_page(
@@ -494,6 +496,9 @@ def model_page(
         group_chart=group_chart,
         head_to_head=_head_to_head(model, dimension),
         status=pooled.entry.status if pooled.entry else None,
+        reliability=model_reliability(tournament=tournament).get(
+            model.pk, ModelReliability(model_id=model.pk, battles=0, void=0, replies=0, cut_off=0)
+        ),
     )
 
 
@@ -575,6 +580,7 @@ class Methodology:
     ties: list[DimensionTies]
     excluded_raters: int
     flagged_battles: int
+    reliability: list[tuple[LLMModel, ModelReliability]]
 
 
 def methodology_figures(*, tournament: Tournament) -> Methodology:
@@ -613,4 +619,11 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
             study__tournament=tournament, status=Rater.Status.EXCLUDED
         ).count(),
         flagged_battles=Battle.objects.filter(tournament=tournament).exclude(flagged_reason="").count(),
+        reliability=_reliability_rows(tournament),
     )
+
+
+def _reliability_rows(tournament: Tournament) -> list[tuple[LLMModel, ModelReliability]]:
+    rates = model_reliability(tournament=tournament)
+    models = LLMModel.objects.filter(pk__in=rates).order_by("name", "slug")
+    return [(model, rates[model.pk]) for model in models]

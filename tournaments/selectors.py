@@ -15,6 +15,9 @@ class TurnView:
     reply_a: str | None
     reply_b: str | None
     failed: bool = False
+    # A side that stopped at its token limit, marked "cut off" once shown.
+    cut_off_a: bool = False
+    cut_off_b: bool = False
 
     @property
     def waiting(self) -> bool:
@@ -98,6 +101,8 @@ def battle_view(*, battle: Battle) -> BattleView:
                 reply_a=entry[Side.A].content if both_done else None,
                 reply_b=entry[Side.B].content if both_done else None,
                 failed=Reply.State.FAILED in states,
+                cut_off_a=both_done and entry[Side.A].cut_off,
+                cut_off_b=both_done and entry[Side.B].cut_off,
             )
         )
     return BattleView(
@@ -128,3 +133,52 @@ def battle_reveal(*, battle: Battle) -> list[RevealRow]:
         RevealRow(dimension=c.dimension.name, outcome=Outcome(c.outcome).label, winner=names[c.outcome])
         for c in choices
     ]
+
+
+@dataclass(frozen=True)
+class ModelReliability:
+    """How often a model's battles end void and its replies stop at the token limit in one tournament.
+    Public, since a model's failures change which of its battles count."""
+
+    model_id: int
+    battles: int  # ended battles it fought in: voted or void
+    void: int
+    replies: int  # its finished replies
+    cut_off: int
+
+    @property
+    def void_rate(self) -> float | None:
+        return self.void / self.battles if self.battles else None
+
+    @property
+    def cut_off_rate(self) -> float | None:
+        return self.cut_off / self.replies if self.replies else None
+
+
+def model_reliability(*, tournament) -> dict[int, ModelReliability]:
+    """Per model id of the tournament's entrants: void and cut-off counts and rates."""
+    from django.db.models import Count, Q
+
+    tally: dict[int, dict[str, int]] = {
+        pk: {"battles": 0, "void": 0, "replies": 0, "cut_off": 0}
+        for pk in tournament.llm_models.values_list("pk", flat=True)
+    }
+    ended = Battle.objects.filter(tournament=tournament, state__in=[Battle.State.VOTED, Battle.State.VOID])
+    done = Reply.objects.filter(turn__battle__tournament=tournament, state=Reply.State.DONE)
+    for side, field in ((Side.A, "model_a"), (Side.B, "model_b")):
+        for row in ended.values(field).annotate(
+            battles=Count("pk"), void=Count("pk", filter=Q(state=Battle.State.VOID))
+        ):
+            counts = tally.setdefault(row[field], {"battles": 0, "void": 0, "replies": 0, "cut_off": 0})
+            counts["battles"] += row["battles"]
+            counts["void"] += row["void"]
+        path = f"turn__battle__{field}"
+        for row in (
+            done.filter(side=side)
+            .values(path)
+            .annotate(replies=Count("pk"), cut_off=Count("pk", filter=Q(cut_off=True)))
+        ):
+            counts = tally.setdefault(row[path], {"battles": 0, "void": 0, "replies": 0, "cut_off": 0})
+            counts["replies"] += row["replies"]
+            counts["cut_off"] += row["cut_off"]
+    return {pk: ModelReliability(model_id=pk, **counts) for pk, counts in tally.items()}

@@ -36,7 +36,7 @@ from tournaments.models import (
     Vote,
     VoteChoice,
 )
-from tournaments.providers import ChatMessage, ProviderConfig, ProviderError, complete
+from tournaments.providers import BAD_OUTPUT, ChatMessage, ProviderConfig, ProviderError, generate
 
 # Positions and pairs must be unpredictable to raters, so they come from the OS's random source.
 _random = secrets.SystemRandom()
@@ -177,7 +177,9 @@ def reply_generate(*, reply_id: int) -> None:
     )
     if claimed != 1:
         return
-    reply = Reply.objects.select_related("turn__battle__model_a", "turn__battle__model_b").get(pk=reply_id)
+    reply = Reply.objects.select_related(
+        "turn__battle__model_a", "turn__battle__model_b", "turn__battle__tournament"
+    ).get(pk=reply_id)
     battle = reply.turn.battle
     if battle.state != Battle.State.ACTIVE:
         # The other side already failed: no one will read this reply, so no provider is paid for it.
@@ -185,15 +187,18 @@ def reply_generate(*, reply_id: int) -> None:
         return
     model = battle.model_a if reply.side == Side.A else battle.model_b
     try:
-        text = complete(provider_config_for(model), _conversation(reply), limiter=_limiter())
+        completion = generate(provider_config_for(model), _conversation(reply), limiter=_limiter())
+        if completion.cut_off and battle.tournament.cut_off_replies == Tournament.CutOffReplies.VOID:
+            raise ProviderError("truncated", "finish_reason=length", kind=BAD_OUTPUT)
     except ProviderError as exc:
         _reply_fail(reply, claimed_at=now, error=str(exc)[:300])
         model_record_failure(model=model, error=exc)
         return
     model_record_success(model=model)
     # Only the claim that is still current may write: a slower duplicate run finds started_at changed.
+    text = completion.text
     finished = Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=now).update(
-        state=Reply.State.DONE, content=text, finished_at=timezone.now()
+        state=Reply.State.DONE, content=text, cut_off=completion.cut_off, finished_at=timezone.now()
     )
     identified = self_identification(text, [model.name, model.maker, model.api_model])
     if finished and identified:

@@ -104,6 +104,8 @@ class BattleTurnSerializer(serializers.Serializer):
     # Both replies appear together once both are done, so reply speed cannot hint at which model is which.
     reply_a = serializers.CharField(allow_null=True)
     reply_b = serializers.CharField(allow_null=True)
+    cut_off_a = serializers.BooleanField(help_text="Model A's reply stopped at its token limit.")
+    cut_off_b = serializers.BooleanField(help_text="Model B's reply stopped at its token limit.")
 
     @extend_schema_field(serializers.ChoiceField(choices=TURN_STATES))
     def get_state(self, turn) -> str:

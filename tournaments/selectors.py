@@ -5,23 +5,34 @@ from config.errors import NotFound
 from raters.models import Rater
 from raters.services import STRIKES_TO_EXCLUDE
 from tournaments.models import Battle, Dimension, Outcome, Reply, Side
+from tournaments.pacing import SideProgress, revealed_chars
 
 
 @dataclass(frozen=True)
 class TurnView:
     index: int
     message: str
-    # Both replies are shown together once both are done, so reply speed cannot hint at which model is which.
+    # What the rater may see of each reply so far, at the common pace of `tournaments.pacing` (None before
+    # anything is shown), so the speed at which each side grows cannot hint at which model is which.
     reply_a: str | None
     reply_b: str | None
     failed: bool = False
-    # A side that stopped at its token limit, marked "cut off" once shown.
+    complete: bool = False  # both replies are in and shown whole
+    # A side that stopped at its token limit, marked "cut off" once shown whole.
     cut_off_a: bool = False
     cut_off_b: bool = False
 
     @property
     def waiting(self) -> bool:
-        return self.reply_a is None and not self.failed
+        return not self.complete and not self.failed
+
+    @property
+    def sides(self) -> list[tuple[str, str, str | None, bool]]:
+        """(side, label, text shown, cut off) for Model A and Model B, for templates."""
+        return [
+            (Side.A, Side.A.label, self.reply_a, self.cut_off_a),
+            (Side.B, Side.B.label, self.reply_b, self.cut_off_b),
+        ]
 
 
 @dataclass(frozen=True)
@@ -90,26 +101,32 @@ def battle_view(*, battle: Battle) -> BattleView:
     for reply in replies:
         entry = by_turn.setdefault(reply.turn.index, {"message": reply.turn.message})
         entry[reply.side] = reply
-    turns = []
-    for index, entry in sorted(by_turn.items()):
-        states = {entry[side].state for side in Side.values}
-        both_done = states == {Reply.State.DONE}
-        turns.append(
-            TurnView(
-                index=index,
-                message=entry["message"],
-                reply_a=entry[Side.A].content if both_done else None,
-                reply_b=entry[Side.B].content if both_done else None,
-                failed=Reply.State.FAILED in states,
-                cut_off_a=both_done and entry[Side.A].cut_off,
-                cut_off_b=both_done and entry[Side.B].cut_off,
-            )
-        )
+    turns = [_turn_view(index, entry) for index, entry in sorted(by_turn.items())]
     return BattleView(
         battle=battle,
         turns=turns,
         dimensions=list(battle.tournament.dimensions.order_by("position")),
         warnings=strike_warnings(rater=battle.rater, battle=battle),
+    )
+
+
+def _turn_view(index: int, entry: dict) -> TurnView:
+    replies = [entry[side] for side in Side.values]
+    states = {reply.state for reply in replies}
+    complete = states == {Reply.State.DONE}
+    shown = revealed_chars(
+        [SideProgress(chars=len(r.content), finished=r.state == Reply.State.DONE) for r in replies]
+    )
+    text_a, text_b = (reply.content[:chars] or None for reply, chars in zip(replies, shown, strict=True))
+    return TurnView(
+        index=index,
+        message=entry["message"],
+        reply_a=text_a,
+        reply_b=text_b,
+        failed=Reply.State.FAILED in states,
+        complete=complete,
+        cut_off_a=complete and replies[0].cut_off,
+        cut_off_b=complete and replies[1].cut_off,
     )
 
 

@@ -1,6 +1,8 @@
 import logging
+import math
 import os
 import secrets
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -185,9 +187,19 @@ def reply_generate(*, reply_id: int) -> None:
         # The other side already failed: no one will read this reply, so no provider is paid for it.
         _reply_fail(reply, claimed_at=now, error="battle_ended")
         return
+    if reply.content:
+        # An earlier attempt's text may already be on the rater's screen; a new attempt would write
+        # something else, and shown text is never taken back. So the turn fails (no penalty for the rater).
+        _reply_fail(reply, claimed_at=now, error="attempt_lost_after_text_was_shown")
+        return
     model = battle.model_a if reply.side == Side.A else battle.model_b
     try:
-        completion = generate(provider_config_for(model), _conversation(reply), limiter=_limiter())
+        completion = generate(
+            provider_config_for(model),
+            _conversation(reply),
+            limiter=_limiter(),
+            on_text=_PartialText(reply_id=reply.pk, claimed_at=now),
+        )
         if completion.cut_off and battle.tournament.cut_off_replies == Tournament.CutOffReplies.VOID:
             raise ProviderError("truncated", "finish_reason=length", kind=BAD_OUTPUT)
     except ProviderError as exc:
@@ -204,6 +216,27 @@ def reply_generate(*, reply_id: int) -> None:
     if finished and identified:
         Battle.objects.filter(pk=battle.pk, flagged_reason="").update(
             flagged_reason=f"Model {reply.side.upper()} identified itself: {identified[:200]}"
+        )
+
+
+class _PartialText:
+    """Stores a reply's text as it streams in, at most every REPLY_PARTIAL_WRITE_SECONDS, so the page can
+    show it (at the common pace of tournaments.pacing) before the reply is done. Only the current claim
+    writes."""
+
+    def __init__(self, *, reply_id: int, claimed_at) -> None:
+        self.reply_id = reply_id
+        self.claimed_at = claimed_at
+        self.every = settings.REPLY_PARTIAL_WRITE_SECONDS
+        self.last_write = -math.inf
+
+    def __call__(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self.last_write < self.every:
+            return
+        self.last_write = now
+        Reply.objects.filter(pk=self.reply_id, state=Reply.State.RUNNING, started_at=self.claimed_at).update(
+            content=text
         )
 
 

@@ -9,6 +9,7 @@ advertise AMX but fault on it, killing the server on its first request. Repackin
 models, so it is turned off here for every model.
 """
 
+import os
 import sys
 from importlib.resources import files
 
@@ -33,6 +34,10 @@ def _without_extra_buffer_types() -> None:
 
 
 def main() -> None:
+    # The server's settings also read HOST and PORT from the environment, where they may well mean the
+    # web site's port (as in `PORT=8001 make run`); the command line says where this server listens.
+    for name in ("HOST", "PORT"):
+        os.environ.pop(name, None)
     if "--model" not in sys.argv:
         sys.argv[1:1] = ["--model", smollm2_path()]
     _without_extra_buffer_types()

@@ -456,3 +456,49 @@ def demo_tournament_seed() -> Tournament:
         tournament.llm_models.add(model)
     tournament_add_default_dimensions(tournament=tournament)
     return tournament
+
+
+# The switch `POPULUS_REAL_LLM=1 make run` adds these to the demo tournament, served by llama.cpp's server
+# running SmolLM2-135M-Instruct on loopback (scripts/llama_server.py), one server per configuration.
+LOCAL_LLM_MODELS = [
+    {
+        "slug": "local-smollm2-chatty",
+        "name": "SmolLM2 chatty (local)",
+        "system_prompt": "You are a warm, talkative assistant. Answer helpfully, with details and examples.",
+        "temperature": 0.8,
+        "max_tokens": 200,
+    },
+    {
+        "slug": "local-smollm2-precise",
+        "name": "SmolLM2 precise (local)",
+        "system_prompt": "You are a precise assistant. Answer in a few clear sentences.",
+        "temperature": 0.2,
+        "max_tokens": 120,
+    },
+]
+
+
+def demo_local_models_set(*, base_urls: list[str]) -> list[LLMModel]:
+    """Put the two local SmolLM2 configurations in the demo tournament, at these servers (one each), or
+    with no servers take them out of matchmaking, so a plain `make run` never waits on a server that is
+    not there. Idempotent."""
+    tournament = demo_tournament_seed()
+    models = []
+    for index, fields in enumerate(LOCAL_LLM_MODELS):
+        serving = index < len(base_urls)
+        model, _ = LLMModel.objects.update_or_create(
+            slug=fields["slug"],
+            defaults={
+                **fields,
+                "maker": "Hugging Face (run locally by llama.cpp)",
+                "provider": LLMModel.Provider.OPENAI_COMPATIBLE,
+                "base_url": base_urls[index] if serving else "http://127.0.0.1:8613/v1",
+                "api_model": "smollm2-135m-instruct",
+                "timeout_seconds": 180,
+                "is_active": serving,
+            },
+        )
+        if serving:
+            tournament.llm_models.add(model)
+        models.append(model)
+    return models

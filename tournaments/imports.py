@@ -50,7 +50,6 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from config.errors import Conflict
-from leaderboard.services import ratings_replay
 from raters.models import Rater, Study
 from raters.panel import keyed_hash
 from tournaments.arena_format import ArenaBattle, BadRow, UnreadableLog
@@ -139,9 +138,10 @@ def battles_import(
     include_named: bool = False,
     on_progress: Callable[[ImportReport], None] | None = None,
 ) -> ImportReport:
-    """Import parsed rows into the tournament in batches of `batch_size` rows, then apply the new votes
-    to the live ratings. Bad rows are counted and the first ones kept in the report; if the rows' source
-    turns unreadable (`UnreadableLog`), what came before is kept and the report says why it stopped."""
+    """Import parsed rows into the tournament in batches of `batch_size` rows. Bad rows are counted and
+    the first ones kept in the report; if the rows' source turns unreadable (`UnreadableLog`), what came
+    before is kept and the report says why it stopped. The live ratings are the caller's to rebuild (the
+    import_battles command replays them)."""
     tournament_import_check(tournament=tournament)
     importer = _Importer(tournament)
     report = importer.report
@@ -167,24 +167,7 @@ def battles_import(
     except UnreadableLog as error:
         report.stopped_by = str(error)
     importer.write(batch)
-    _ratings_apply(report, tournament=tournament, on_progress=on_progress)
     return report
-
-
-def _ratings_apply(
-    report: ImportReport, *, tournament: Tournament, on_progress: Callable[[ImportReport], None] | None
-) -> None:
-    """Bring the live ratings up to date with the new votes: a replay of the tournament's whole log in
-    memory, far faster than applying tens of thousands of votes one database transaction at a time."""
-    report.phase = "rating"
-    report.ratings_pending = Vote.objects.filter(battle__tournament=tournament, applied__isnull=True).count()
-    if on_progress:
-        on_progress(report)
-    ratings_replay(tournament_id=tournament.pk)
-    report.ratings_applied = report.ratings_pending
-    report.phase = "done"
-    if on_progress:
-        on_progress(report)
 
 
 class _Importer:

@@ -1,11 +1,13 @@
 import uuid
 from dataclasses import dataclass
 
+from django.db.models import Count, Q
+
 from config.errors import NotFound
-from raters.models import Rater
-from raters.services import STRIKES_TO_EXCLUDE
-from tournaments.models import Battle, Dimension, Outcome, Reply, Side
+from raters.models import Rater, Study
+from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side
 from tournaments.pacing import SideProgress, revealed_chars
+from tournaments.quality import STRIKES_TO_EXCLUDE
 
 
 @dataclass(frozen=True)
@@ -174,8 +176,6 @@ class ModelReliability:
 
 def model_reliability(*, tournament) -> dict[int, ModelReliability]:
     """Per model id of the tournament's entrants: void and cut-off counts and rates."""
-    from django.db.models import Count, Q
-
     tally: dict[int, dict[str, int]] = {
         pk: {"battles": 0, "void": 0, "replies": 0, "cut_off": 0}
         for pk in tournament.llm_models.values_list("pk", flat=True)
@@ -199,3 +199,20 @@ def model_reliability(*, tournament) -> dict[int, ModelReliability]:
             counts["replies"] += row["replies"]
             counts["cut_off"] += row["cut_off"]
     return {pk: ModelReliability(model_id=pk, **counts) for pk, counts in tally.items()}
+
+
+def rule_outcome_stats(*, study: Study) -> list[dict]:
+    """Per rule: how often it was evaluated, failed, struck and flagged, so a threshold can be judged
+    (a rule in flag mode shows how it would have struck)."""
+    rows = (
+        RuleOutcome.objects.filter(rater__study=study)
+        .values("rule")
+        .annotate(
+            evaluated=Count("pk"),
+            failed=Count("pk", filter=Q(failed=True)),
+            struck=Count("pk", filter=Q(action=RuleOutcome.Action.STRUCK)),
+            flagged=Count("pk", filter=Q(action=RuleOutcome.Action.FLAGGED)),
+        )
+        .order_by("rule")
+    )
+    return list(rows)

@@ -9,6 +9,7 @@ BENCHMARKS = {
     "ratings": "bench.ratings",
     "matchmaking": "bench.matchmaking",
     "web": "bench.web",
+    "battles": "bench.battles",
 }
 
 

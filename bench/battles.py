@@ -32,13 +32,13 @@ Figures
 
 import random
 import statistics
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from bench.local_llm import LlamaServer  # the same loopback server the real_llm test starts
 from tournaments.pacing import SideProgress, revealed_chars
 from tournaments.providers import ChatMessage, ProviderConfig, generate
 
@@ -143,9 +143,6 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def run(*, quick: bool = False, turns: int | None = None, seed: int = 13) -> dict:
-    sys.path.insert(0, str(settings.BASE_DIR))
-    from tests.real_llm import LlamaServer  # the same loopback server the real_llm test starts
-
     turns = turns or (4 if quick else 20)
     rng = random.Random(seed)  # noqa: S311 - which side is slow, reproducibly; not a secret
     every = settings.REPLY_PARTIAL_WRITE_SECONDS

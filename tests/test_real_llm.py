@@ -9,9 +9,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from bench.local_llm import LlamaServer
 from raters.models import Study
 from tests.helpers import TASKS
-from tests.real_llm import LlamaServer
 from tests.test_browser import enter_and_screen, page  # noqa: F401 - the page fixture
 from tournaments.models import Battle, LLMModel, Reply, Tournament
 from tournaments.services import tournament_add_default_dimensions

@@ -1,5 +1,6 @@
-"""A real language model on loopback for tests: llama.cpp's OpenAI-compatible server running
-SmolLM2-135M-Instruct, both installed from PyPI by scripts/test (see ensure_real_llm in bootstrap.sh)."""
+"""A real language model on loopback, for the `real_llm` tests and `bench battles`: llama.cpp's
+OpenAI-compatible server running SmolLM2-135M-Instruct, both installed from PyPI by scripts/test and by
+`POPULUS_REAL_LLM=1 make run` (ensure_real_llm in scripts/bootstrap.sh)."""
 
 import os
 import signal
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.helpers import REPO
+REPO = Path(__file__).resolve().parent.parent
 
 
 def free_port() -> int:

@@ -36,7 +36,7 @@ class LlamaServer:
 
     def start(self, timeout: float = 120) -> "LlamaServer":
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
-        self.process = subprocess.Popen(
+        self.process = subprocess.Popen(  # noqa: S603 - a fixed command line of our own
             [
                 sys.executable,
                 str(REPO / "scripts" / "llama_server.py"),

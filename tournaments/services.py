@@ -1,5 +1,7 @@
 import logging
+import math
 import secrets
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -29,7 +31,7 @@ from tournaments.models import (
     Vote,
     VoteChoice,
 )
-from tournaments.providers import ChatMessage, ProviderError, complete
+from tournaments.providers import BAD_OUTPUT, ChatMessage, ProviderError, generate
 from tournaments.quality import (
     LLM_JUDGE_RULE,
     STRIKES_TO_EXCLUDE,
@@ -177,28 +179,64 @@ def reply_generate(*, reply_id: int) -> None:
     )
     if claimed != 1:
         return
-    reply = Reply.objects.select_related("turn__battle__model_a", "turn__battle__model_b").get(pk=reply_id)
+    reply = Reply.objects.select_related(
+        "turn__battle__model_a", "turn__battle__model_b", "turn__battle__tournament"
+    ).get(pk=reply_id)
     battle = reply.turn.battle
     if battle.state != Battle.State.ACTIVE:
         # The other side already failed: no one will read this reply, so no provider is paid for it.
         _reply_fail(reply, claimed_at=now, error="battle_ended")
         return
+    if reply.content:
+        # An earlier attempt's text may already be on the rater's screen; a new attempt would write
+        # something else, and shown text is never taken back. So the turn fails (no penalty for the rater).
+        _reply_fail(reply, claimed_at=now, error="attempt_lost_after_text_was_shown")
+        return
     model = battle.model_a if reply.side == Side.A else battle.model_b
     try:
-        text = complete(model.provider_config(), _conversation(reply), limiter=_limiter())
+        completion = generate(
+            model.provider_config(),
+            _conversation(reply),
+            limiter=_limiter(),
+            on_text=_PartialText(reply_id=reply.pk, claimed_at=now),
+        )
+        if completion.cut_off and battle.tournament.cut_off_replies == Tournament.CutOffReplies.VOID:
+            raise ProviderError("truncated", "finish_reason=length", kind=BAD_OUTPUT)
     except ProviderError as exc:
         _reply_fail(reply, claimed_at=now, error=str(exc)[:300])
         model_record_failure(model=model, error=exc)
         return
     model_record_success(model=model)
     # Only the claim that is still current may write: a slower duplicate run finds started_at changed.
+    text = completion.text
     finished = Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=now).update(
-        state=Reply.State.DONE, content=text, finished_at=timezone.now()
+        state=Reply.State.DONE, content=text, cut_off=completion.cut_off, finished_at=timezone.now()
     )
     identified = self_identification(text, [model.name, model.maker, model.api_model])
     if finished and identified:
         Battle.objects.filter(pk=battle.pk, flagged_reason="").update(
             flagged_reason=f"Model {reply.side.upper()} identified itself: {identified[:200]}"
+        )
+
+
+class _PartialText:
+    """Stores a reply's text as it streams in, at most every REPLY_PARTIAL_WRITE_SECONDS, so the page can
+    show it (at the common pace of tournaments.pacing) before the reply is done. Only the current claim
+    writes."""
+
+    def __init__(self, *, reply_id: int, claimed_at) -> None:
+        self.reply_id = reply_id
+        self.claimed_at = claimed_at
+        self.every = settings.REPLY_PARTIAL_WRITE_SECONDS
+        self.last_write = -math.inf
+
+    def __call__(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self.last_write < self.every:
+            return
+        self.last_write = now
+        Reply.objects.filter(pk=self.reply_id, state=Reply.State.RUNNING, started_at=self.claimed_at).update(
+            content=text
         )
 
 
@@ -391,3 +429,49 @@ def demo_tournament_seed() -> Tournament:
         tournament.llm_models.add(model)
     tournament_add_default_dimensions(tournament=tournament)
     return tournament
+
+
+# The switch `POPULUS_REAL_LLM=1 make run` adds these to the demo tournament, served by llama.cpp's server
+# running SmolLM2-135M-Instruct on loopback (scripts/llama_server.py), one server per configuration.
+LOCAL_LLM_MODELS = [
+    {
+        "slug": "local-smollm2-chatty",
+        "name": "SmolLM2 chatty (local)",
+        "system_prompt": "You are a warm, talkative assistant. Answer helpfully, with details and examples.",
+        "temperature": 0.8,
+        "max_tokens": 200,
+    },
+    {
+        "slug": "local-smollm2-precise",
+        "name": "SmolLM2 precise (local)",
+        "system_prompt": "You are a precise assistant. Answer in a few clear sentences.",
+        "temperature": 0.2,
+        "max_tokens": 120,
+    },
+]
+
+
+def demo_local_models_set(*, base_urls: list[str]) -> list[LLMModel]:
+    """Put the two local SmolLM2 configurations in the demo tournament, at these servers (one each), or
+    with no servers take them out of matchmaking, so a plain `make run` never waits on a server that is
+    not there. Idempotent."""
+    tournament = demo_tournament_seed()
+    models = []
+    for index, fields in enumerate(LOCAL_LLM_MODELS):
+        serving = index < len(base_urls)
+        model, _ = LLMModel.objects.update_or_create(
+            slug=fields["slug"],
+            defaults={
+                **fields,
+                "maker": "Hugging Face (run locally by llama.cpp)",
+                "provider": LLMModel.Provider.OPENAI_COMPATIBLE,
+                "base_url": base_urls[index] if serving else "http://127.0.0.1:8613/v1",
+                "api_model": "smollm2-135m-instruct",
+                "timeout_seconds": 180,
+                "is_active": serving,
+            },
+        )
+        if serving:
+            tournament.llm_models.add(model)
+        models.append(model)
+    return models

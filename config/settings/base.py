@@ -174,11 +174,16 @@ CELERY_BEAT_SCHEDULE = {
 PANEL_ID_HMAC_KEY = ""
 # In embedded mode there is no Redis and no separate worker: tasks run in-process.
 POPULUS_EMBEDDED = False
+# Threads of the in-process background pool that runs tasks when there is no broker (the embedded mode);
+# 0 sends tasks to Celery. See config/background.py.
+POPULUS_BACKGROUND_THREADS = 0
 # Per-rater throttles; the turn and vote rules already bound what a rater can do in a battle.
 RATE_LIMIT_MESSAGES_PER_MINUTE = env_int("RATE_LIMIT_MESSAGES_PER_MINUTE", 12)
 RATE_LIMIT_VOTES_PER_MINUTE = env_int("RATE_LIMIT_VOTES_PER_MINUTE", 10)
 # Per rater-API client: participants it may enter a minute (quotas bound a study, but not one without).
 RATE_LIMIT_API_ENTRIES_PER_MINUTE = env_int("RATE_LIMIT_API_ENTRIES_PER_MINUTE", 120)
+# A streaming reply's text so far is stored at most this often (seconds), for the page to show it.
+REPLY_PARTIAL_WRITE_SECONDS = env_int("REPLY_PARTIAL_WRITE_MS", 300) / 1000
 # A reply still "running" after this long is taken to belong to a dead worker and is retried. It must
 # exceed the longest a live generation can take (see the task time limits above), or a slow reply would
 # be generated, and paid for, twice.

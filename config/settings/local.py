@@ -7,7 +7,7 @@ import secrets
 
 import dj_database_url
 
-from config.env import env_bool, env_str
+from config.env import env_bool, env_int, env_str
 
 from .base import *
 
@@ -36,11 +36,19 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # IMMEDIATE transactions take the write lock up front, so concurrent requests wait instead of
     # failing with "database is locked" when a read lock cannot be upgraded.
-    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    # WAL lets the page's polls read while a background thread writes a reply's text.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# Background work runs in the web process, right after the request's transaction commits.
+# Background work runs in the web process, in a small pool of threads handed each task after the
+# request's transaction commits, so no request waits for a model (config/background.py). With
+# POPULUS_BACKGROUND_THREADS=0 tasks run eagerly inside the request instead.
+POPULUS_BACKGROUND_THREADS = env_int("POPULUS_BACKGROUND_THREADS", 4)
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = "memory://"
 

@@ -253,8 +253,21 @@ class ModelBoardSerializer(serializers.Serializer):
     )
 
 
+class ReliabilitySerializer(serializers.Serializer):
+    battles = serializers.IntegerField(help_text="Ended battles the model fought in (voted or set aside).")
+    void = serializers.IntegerField(help_text="Of those, battles set aside because a model could not answer.")
+    void_rate = serializers.FloatField(allow_null=True)
+    replies = serializers.IntegerField(help_text="The model's finished replies.")
+    cut_off = serializers.IntegerField(help_text="Of those, replies that stopped at the token limit.")
+    cut_off_rate = serializers.FloatField(allow_null=True)
+
+
 class ModelDetailSerializer(ModelSummarySerializer):
     tournament = serializers.SlugField()
+    reliability = ReliabilitySerializer(
+        help_text="How often the model's battles are set aside and its replies cut off: a model's failures "
+        "change which of its battles count."
+    )
     boards = ModelBoardSerializer(
         many=True,
         help_text="The pooled board and every publishable group's board, for each fitted dimension.",

@@ -42,6 +42,7 @@ from leaderboard.personal import personal_board
 from leaderboard.selectors import board_choices, tournament_named
 from raters.models import Axis, Country, Group
 from tournaments.models import Dimension, Tournament
+from tournaments.selectors import ModelReliability, model_reliability
 
 # --- Resolving what a request names -------------------------------------------------------------------
 
@@ -318,7 +319,10 @@ def _model_data(request, slug: str):
         for group in groups
     ]
     detail = {"slug": model.slug, "name": model.name, "maker": model.maker, "tournament": tournament.slug}
-    return s.ModelDetailSerializer({**detail, "boards": lines}).data
+    reliability = model_reliability(tournament=tournament).get(
+        model.pk, ModelReliability(model_id=model.pk, battles=0, void=0, replies=0, cut_off=0)
+    )
+    return s.ModelDetailSerializer({**detail, "boards": lines, "reliability": reliability}).data
 
 
 def _fitted(tournament: Tournament, as_of: datetime | None) -> list[tuple[Dimension, FitSnapshot]]:

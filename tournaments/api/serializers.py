@@ -104,9 +104,12 @@ class BattleTurnSerializer(serializers.Serializer):
         help_text="A friendly note on this message (e.g. it looks like a new topic); it counts for nothing."
     )
     state = serializers.SerializerMethodField()
-    # Both replies appear together once both are done, so reply speed cannot hint at which model is which.
-    reply_a = serializers.CharField(allow_null=True)
-    reply_b = serializers.CharField(allow_null=True)
+    # The text so far, at the common pace of tournaments.pacing, so reply speed cannot hint at which model
+    # is which; the whole replies once both are done.
+    reply_a = serializers.CharField(allow_null=True, help_text="Model A's text so far (null before any).")
+    reply_b = serializers.CharField(allow_null=True, help_text="Model B's text so far (null before any).")
+    cut_off_a = serializers.BooleanField(help_text="Model A's reply stopped at its token limit.")
+    cut_off_b = serializers.BooleanField(help_text="Model B's reply stopped at its token limit.")
 
     @extend_schema_field(serializers.ChoiceField(choices=TURN_STATES))
     def get_state(self, turn) -> str:

@@ -204,8 +204,10 @@ class BattleDetailView(RaterApiView):
         tags=TAGS,
         operation_id="battle_detail",
         summary="Poll a battle",
-        description="The conversation so far. A turn's replies appear together once both models have "
-        "answered; poll while `waiting` is true. `result` (the verdict and the models' names) appears "
+        description="The conversation so far. While a turn is waiting, its replies hold the text written so "
+        "far, at one common pace on both sides (never more of one side than the slower side has written), "
+        "so neither side's speed gives its model away; poll while `waiting` is true. `result` (the verdict "
+        "and the models' names) appears "
         "only after the vote.",
         responses=BattleSerializer,
     )

@@ -12,6 +12,7 @@ BENCHMARKS = {
     "qc": "bench.qc",
     "rigging": "bench.rigging",
     "personal": "bench.personal",
+    "battles": "bench.battles",
 }
 
 

@@ -294,16 +294,17 @@ class _ExportContext:
         }
 
     def rater_pseudonym(self, rater_id: int) -> str:
-        return "r-" + _keyed_digest(self._salt("populus.exports.rater"), f"{self.tournament.pk}:{rater_id}")
+        return "r-" + keyed_digest(self._salt("populus.exports.rater"), f"{self.tournament.pk}:{rater_id}")
 
     def battle_pseudonym(self, battle: Battle) -> str:
-        return "b-" + _keyed_digest(self._salt("populus.exports.battle"), str(battle.public_id))
+        return "b-" + keyed_digest(self._salt("populus.exports.battle"), str(battle.public_id))
 
     def _salt(self, purpose: str) -> str:
         return purpose if self.salt is None else f"{purpose}.{self.salt}"
 
 
-def _keyed_digest(salt: str, value: str) -> str:
+def keyed_digest(salt: str, value: str) -> str:
+    """A short HMAC of `value` under PANEL_ID_HMAC_KEY, separated by `salt`: stable, and not reversible."""
     return salted_hmac(salt, value, secret=settings.PANEL_ID_HMAC_KEY, algorithm="sha256").hexdigest()[:20]
 
 

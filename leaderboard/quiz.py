@@ -25,7 +25,7 @@ from django.db.models import Count, Max
 from scipy import stats as scipy_stats
 
 from leaderboard.boards import publishable_group_ids
-from leaderboard.exports import battle_pseudonym, exported_votes
+from leaderboard.exports import exported_votes, keyed_digest
 from raters.models import Group, Rater
 from stats.personalization import Person, Population
 from tournaments.models import Battle, LLMModel, Reply, Tournament, Turn, VoteChoice
@@ -147,7 +147,7 @@ def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
     battles = Battle.objects.filter(pk__in=complete).only("pk", "public_id")
     pairs = {c[0]: (c[2], c[3]) for c in choices}
     for battle in battles:
-        code = battle_pseudonym(battle).removeprefix("b-")[:CODE_CHARS]
+        code = item_code(battle)
         items[code] = Item(
             code=code, battle_id=battle.pk, model_a=pairs[battle.pk][0], model_b=pairs[battle.pk][1]
         )
@@ -155,6 +155,12 @@ def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
     return _QuizData(
         population=population, items=items, items_by_pair={k: sorted(v) for k, v in by_pair.items()}
     )
+
+
+def item_code(battle: Battle) -> str:
+    """The battle's code in quiz addresses: stable across requests and processes, and unlike any
+    pseudonym of the open data (those change with every download)."""
+    return keyed_digest("populus.quiz.item", str(battle.public_id))[:CODE_CHARS]
 
 
 def quiz_encoded_for_rater(*, rater: Rater, tournament: Tournament) -> str:

@@ -5,7 +5,6 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from leaderboard import quiz
-from leaderboard.exports import battle_pseudonym
 from raters.models import Rater
 from tests.leaderboard.test_personal import OLDEST, sample_fitted
 from tournaments.models import Battle, Reply, Turn
@@ -32,7 +31,7 @@ def quizzed(study, groups, tournament, settings):
 
 
 def code_of(battle) -> str:
-    return battle_pseudonym(battle).removeprefix("b-")[: quiz.CODE_CHARS]
+    return quiz.item_code(battle)
 
 
 def test_it_offers_only_counted_battles_whose_replies_are_complete(quizzed):

@@ -39,7 +39,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FEATURES", "BattleStyle", "SideStyle", "battle_style", "side_style", "style_matrix"]
+__all__ = [
+    "FEATURES",
+    "BattleStyle",
+    "SideStyle",
+    "battle_style",
+    "normalised_differences",
+    "scaled_columns",
+    "side_style",
+    "style_matrix",
+]
 
 FEATURES = ("length", "headers", "list_items", "bold", "code_blocks", "cut_off")
 
@@ -116,6 +125,22 @@ def normalised_difference(a: float, b: float) -> float:
     return 0.0 if total <= 0 else (a - b) / total
 
 
+def normalised_differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``normalised_difference`` element by element, for arrays of counts (e.g. a simulation)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    total = a + b
+    return np.divide(a - b, total, out=np.zeros(np.broadcast(a, b).shape), where=total > 0)
+
+
+def scaled_columns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns divided by their root mean square, the mask of columns kept (those that vary), and
+    the kept columns' scales."""
+    matrix = np.asarray(matrix, dtype=float).reshape(len(matrix), -1)
+    scales = np.sqrt(np.mean(matrix**2, axis=0)) if len(matrix) else np.zeros(matrix.shape[1])
+    kept = scales > 1e-12
+    return matrix[:, kept] / scales[kept], kept, scales[kept]
+
+
 def battle_style(side_a: SideStyle, side_b: SideStyle) -> BattleStyle:
     """The battle's covariates: normalised differences A minus B (unknown if either side is)."""
     return BattleStyle(
@@ -136,17 +161,7 @@ def style_matrix(
     fitted as 0. Kept columns are divided by their root mean square (the returned scale).
     """
     raw = [b.differences if isinstance(b, BattleStyle) else tuple(b) for b in battles]
-    columns, kept, scales = [], [], []
-    for k, name in enumerate(names):
-        values = [row[k] for row in raw]
-        if not values or any(v is None for v in values):
-            continue
-        column = np.asarray(values, dtype=float)
-        scale = float(np.sqrt(np.mean(column**2)))
-        if scale <= 1e-12:
-            continue
-        columns.append(column / scale)
-        kept.append(name)
-        scales.append(scale)
-    matrix = np.column_stack(columns) if columns else np.zeros((len(raw), 0))
-    return matrix, tuple(kept), np.asarray(scales, dtype=float)
+    known = [k for k in range(len(names)) if raw and all(row[k] is not None for row in raw)]
+    matrix = np.array([[row[k] for k in known] for row in raw], dtype=float).reshape(len(raw), len(known))
+    scaled, kept, scales = scaled_columns(matrix)
+    return scaled, tuple(names[k] for k, keep in zip(known, kept, strict=True) if keep), scales

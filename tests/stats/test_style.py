@@ -55,7 +55,9 @@ def test_it_normalises_differences_antisymmetrically():
 
 def test_it_leaves_out_unknown_or_constant_features_and_scales_columns_to_unit_rms():
     rng = np.random.default_rng(0)
-    rows = [BattleStyle(differences=(*rng.uniform(-1, 1, 3), 0.0, rng.uniform(-1, 1), None)) for _ in range(50)]
+    rows = [
+        BattleStyle(differences=(*rng.uniform(-1, 1, 3), 0.0, rng.uniform(-1, 1), None)) for _ in range(50)
+    ]
     matrix, names, scales = style_matrix(rows)
     assert names == ("length", "headers", "list_items", "code_blocks")
     assert matrix.shape == (50, 4)

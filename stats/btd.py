@@ -295,7 +295,12 @@ class _Problem:
     design: np.ndarray  # (cells, 1 + groups): column 0 all ones (theta), then group membership
     theta_precision: float
     group_precision: np.ndarray  # (n_groups,)
-    features: np.ndarray  # (rows, K) style covariates; K = 0 without style
+    features: np.ndarray  # (rows, K) style covariates divided by style_scale; K = 0 without style
+    # Internally the style coefficients are multiplied by style_scale (and the features divided by it),
+    # which puts their curvature on the scale of the skills': a feature touches every row, a model only
+    # about 2/n of them, and without this the conjugate-gradient Newton steps take several times as many
+    # iterations. Fit, its covariance and start vectors are always in the natural units.
+    style_scale: float = 1.0
 
     @property
     def n_features(self) -> int:
@@ -404,8 +409,21 @@ def _problem(
         design=_design(cells, n_groups),
         theta_precision=0.0 if theta_prior_sd is None else theta_prior_sd**-2,
         group_precision=tau**-2.0,
-        features=features,
+        features=features / _style_scale(n_models),
+        style_scale=_style_scale(n_models),
     )
+
+
+def _style_scale(n_models: int) -> float:
+    return math.sqrt(max(n_models * 2.0, 1.0))
+
+
+def _style_units(problem: _Problem, x: np.ndarray, factor: float) -> np.ndarray:
+    """x with its style block multiplied by factor (style_scale: natural -> internal; 1/style_scale back)."""
+    x = np.array(x, dtype=float)
+    start, size = problem.style_start, problem.blocks * problem.n_features
+    x[start : start + size] *= factor
+    return x
 
 
 def _row_terms(problem: _Problem, x: np.ndarray):
@@ -439,6 +457,7 @@ def _prior_terms(problem: _Problem, x: np.ndarray) -> tuple[float, np.ndarray]:
     if problem.n_features:
         start, coefficients = problem.style_start, problem.style_table(x)
         precision = np.r_[problem.theta_precision, problem.group_precision][: problem.blocks, None]
+        precision = precision / problem.style_scale**2
         value += 0.5 * float((precision * coefficients**2).sum())
         grad[start : start + coefficients.size] = (precision * coefficients).ravel()
     return value, grad
@@ -558,6 +577,7 @@ def _add_prior_hessian(hessian: np.ndarray, problem: _Problem) -> None:
     k = problem.n_features
     if k:
         precision = np.r_[problem.theta_precision, problem.group_precision][: problem.blocks]
+        precision = precision / problem.style_scale**2
         diagonal = np.arange(problem.style_start, problem.style_start + problem.blocks * k)
         hessian[diagonal, diagonal] += np.repeat(precision, k)
 
@@ -576,6 +596,7 @@ def fit_btd(
     tie_model: bool = True,
     method: str = "trust-ncg",
     tau_grid: Sequence[float] = DEFAULT_TAU_GRID,
+    start: Fit | None = None,
 ) -> Fit:
     """MAP fit of the Bradley-Terry-Davidson model with group offsets, plus its Laplace covariance.
 
@@ -583,7 +604,12 @@ def fit_btd(
     the highest Laplace marginal likelihood, refitting from the previous mode). ``with_groups=False``
     drops the offsets (and merges cells); ``tie_model=False`` counts each tie as half a win for each
     side with nu = 0, and with ``theta_prior_sd=None`` that is plain Bradley-Terry maximum likelihood.
-    ``method`` is "trust-ncg" (Newton with the analytic Hessian) or "L-BFGS-B" (gradient only).
+    ``method`` is "trust-ncg" (Newton with the analytic Hessian, conjugate-gradient steps),
+    "trust-exact" (the same with exact Cholesky steps) or "L-BFGS-B" (gradient only).
+
+    ``start``: a fit of the same models and groups to start from, e.g. the fit without style features
+    when fitting with them (its skills and log nu; style coefficients start at 0). It changes only where
+    the solver starts, so the mode is the same up to the solver's tolerance.
     """
     if isinstance(group_prior_sd, str):
         if group_prior_sd != "estimate":
@@ -610,7 +636,22 @@ def fit_btd(
         theta_prior_sd=theta_prior_sd,
         tau=tau,
     )
-    return _fit_problem(problem, method=method, start=None, theta_prior_sd=theta_prior_sd)
+    return _fit_problem(
+        problem, method=method, start=_start_from(problem, start), theta_prior_sd=theta_prior_sd
+    )
+
+
+def _start_from(problem: _Problem, fit: Fit | None) -> np.ndarray | None:
+    if fit is None:
+        return None
+    if fit.n_models != problem.n_models or fit.n_groups != problem.n_groups:
+        raise ValueError("start must be a fit of the same models and groups")
+    x = _start(problem)
+    skills = problem.style_start
+    x[:skills] = _pack(fit.theta, fit.offsets, 0.0, with_groups=problem.with_groups, tie_model=False)
+    if problem.tie_model and fit.tie_model:
+        x[-1] = fit.log_nu
+    return x  # style coefficients 0 in either units
 
 
 def _fit_estimating_tau(counts: Counts, *, tau_grid: Sequence[float], **kwargs) -> Fit:
@@ -634,7 +675,7 @@ def _fit_estimating_tau(counts: Counts, *, tau_grid: Sequence[float], **kwargs) 
         fit = _fit_problem(
             problem, method=kwargs["method"], start=start, theta_prior_sd=kwargs["theta_prior_sd"]
         )
-        start = fit.packed()
+        start = _style_units(problem, fit.packed(), problem.style_scale)
         search[float(tau)] = fit.log_marginal
         if best is None or fit.log_marginal > best.log_marginal:
             best = fit
@@ -679,6 +720,15 @@ def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.Optimi
             method="trust-ncg",
             options={"gtol": GTOL, "maxiter": 200},
         )
+    if method == "trust-exact":
+        return optimize.minimize(
+            objective,
+            x0,
+            jac=True,
+            hess=lambda x: scale * _hessian(x, problem),
+            method="trust-exact",
+            options={"gtol": GTOL, "maxiter": 200},
+        )
     if method == "L-BFGS-B":
         return optimize.minimize(
             objective,
@@ -687,7 +737,7 @@ def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.Optimi
             method="L-BFGS-B",
             options={"gtol": GTOL, "ftol": 1e-15, "maxiter": 20_000, "maxcor": 30},
         )
-    raise ValueError('method must be "trust-ncg" or "L-BFGS-B"')
+    raise ValueError('method must be "trust-ncg", "trust-exact" or "L-BFGS-B"')
 
 
 def _fit_problem(
@@ -700,8 +750,11 @@ def _fit_problem(
     factor = linalg.cho_factor(hessian, lower=True)
     covariance = linalg.cho_solve(factor, np.eye(len(x)))
     theta, offsets, log_nu = problem.unpack(x)
-    style = problem.style_table(x)
-    grad_norm = float(np.linalg.norm(grad))
+    # Back to natural units: coefficients b = b' / scale, so their covariance rows and columns too.
+    style = problem.style_table(x) / problem.style_scale
+    units = _style_units(problem, np.ones(len(x)), 1.0 / problem.style_scale)
+    covariance = covariance * units[:, None] * units[None, :]
+    grad_norm = float(np.linalg.norm(_style_units(problem, grad, problem.style_scale)))
     return Fit(
         theta=theta.copy(),
         offsets=offsets.copy(),

@@ -14,10 +14,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import kendalltau
 
 from stats.btd import Counts, fit_bt_logistic, fit_btd
 from stats.posterior import skills_for
 from stats.poststrat import population_weights
+from stats.style import normalised_differences, scaled_columns
 from stats.summaries import field_scores
 
 # The default sampling frame (raters.defaults): US and UK, axes age / ethnicity / politics, 22 groups.
@@ -364,4 +366,209 @@ def coverage_simulation(
         "naive_width": float(tallies["naive"][1] / n),
         "model_group_width": float(tallies["model_group"][1] / n),
         "n": n,
+    }
+
+
+# --- Style control -------------------------------------------------------------------------------------
+
+# The simulated features, in stats.style's order without code blocks and cut-off (the fit of a real
+# tournament keeps whichever vary; the simulation plants effects on these four).
+STYLE_FEATURES = ("length", "headers", "list_items", "bold")
+# Planted preference, in log-odds per unit of the scaled difference: everyone prefers longer and more
+# formatted replies by PLANTED_STYLE, and group STYLE_GROUP by PLANTED_GROUP_STYLE more.
+PLANTED_STYLE = np.array([0.5, 0.15, 0.25, 0.15])
+PLANTED_GROUP_STYLE = np.array([0.35, 0.0, 0.2, 0.0])
+STYLE_GROUP = 0
+# Two axes (3 and 2 groups), each declinable by STYLE_DECLINE of raters, so every cell is occupied,
+# including (): the global coefficients are pinned by data, not only by the priors.
+STYLE_AXES = (3, 2)
+STYLE_DECLINE = 0.3
+
+
+@dataclass
+class StyleWorld:
+    """Skills, each model's style habits and the raters' style preferences."""
+
+    world: World
+    length_mean: np.ndarray  # (n_models,): log of the typical reply length
+    format_rate: np.ndarray  # (n_models, 3): Poisson means of headers, list items, bold spans
+    style: np.ndarray  # (K,) global coefficients
+    style_offsets: np.ndarray  # (K, n_groups)
+
+
+def _style_cells(rng: np.random.Generator) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    options = []
+    first = 0
+    for size in STYLE_AXES:
+        mix = rng.dirichlet(np.full(size, 3.0)) * (1 - STYLE_DECLINE)
+        options.append([((first + g,), p) for g, p in enumerate(mix)] + [((), STYLE_DECLINE)])
+        first += size
+    cells = [
+        tuple(g for groups, _ in combination for g in groups) for combination in itertools.product(*options)
+    ]
+    shares = np.array([math.prod(p for _, p in combination) for combination in itertools.product(*options)])
+    return cells, shares / shares.sum()
+
+
+def style_world(
+    n_models: int, rng: np.random.Generator, *, planted: bool = True, world: World | None = None
+) -> StyleWorld:
+    """Models differ in verbosity and formatting independently of skill; raters prefer longer, more
+    formatted replies by the planted amounts (none when ``planted`` is False), group STYLE_GROUP more.
+    The skills and cells are ``world``'s if given, else drawn on the STYLE_AXES frame."""
+    if world is None:
+        n_groups = sum(STYLE_AXES)
+        cells, shares = _style_cells(rng)
+        theta = rng.normal(0.0, 0.4, n_models)
+        offsets = rng.normal(0.0, 0.15, (n_models, n_groups))
+        world = World(
+            theta=theta - theta.mean(),
+            offsets=offsets - offsets.mean(axis=0),
+            log_nu=math.log(0.8),
+            cells=cells,
+            cell_share=shares,
+        )
+    n_groups = world.offsets.shape[1]
+    style_offsets = np.zeros((len(STYLE_FEATURES), n_groups))
+    if planted:
+        style_offsets[:, STYLE_GROUP] = PLANTED_GROUP_STYLE
+    return StyleWorld(
+        world=world,
+        length_mean=rng.normal(6.5, 0.7, n_models),
+        format_rate=rng.gamma(1.5, 1.5, (n_models, 3)),
+        style=PLANTED_STYLE.copy() if planted else np.zeros(len(STYLE_FEATURES)),
+        style_offsets=style_offsets,
+    )
+
+
+def simulate_style_battles(sworld: StyleWorld, n_battles: int, rng: np.random.Generator) -> Counts:
+    """One row per battle: cell, pair, each side's reply style drawn from its model's habits, the
+    scaled normalised differences (stats.style) as features, and the outcome under the planted model."""
+    world = sworld.world
+    n_models = len(world.theta)
+    cell = rng.choice(len(world.cells), size=n_battles, p=world.cell_share)
+    i = rng.integers(n_models, size=n_battles)
+    j = (i + rng.integers(1, n_models, size=n_battles)) % n_models
+
+    def side(model: np.ndarray) -> np.ndarray:
+        length = np.exp(sworld.length_mean[model] + rng.normal(0.0, 0.5, len(model)))
+        return np.column_stack([length, rng.poisson(sworld.format_rate[model])])
+
+    features, _, _ = scaled_columns(normalised_differences(side(i), side(j)))
+    membership = np.zeros((len(world.cells), world.offsets.shape[1]))
+    for k, groups in enumerate(world.cells):
+        membership[k, list(groups)] = 1.0
+    table = world.theta[None, :] + membership @ world.offsets.T
+    cell_style = sworld.style[None, :] + membership @ sworld.style_offsets.T
+    gap_style = np.einsum("rk,rk->r", features, cell_style[cell])
+    probabilities = _outcome_probabilities(table[cell, i] + gap_style, table[cell, j], world.log_nu)
+    outcome = (rng.random(n_battles)[:, None] > np.cumsum(probabilities, axis=1)[:, :2]).sum(axis=1)
+    rows = np.column_stack([cell, i, j, outcome == 0, outcome == 1, outcome == 2]).astype(float)
+    return Counts(cells=world.cells, rows=rows, features=features)
+
+
+def _sample_skill(theta: np.ndarray, offsets: np.ndarray, world: World) -> np.ndarray:
+    """Skill on the sample's own mix of cells."""
+    membership_share = np.zeros(offsets.shape[1])
+    for cell, share in zip(world.cells, world.cell_share, strict=True):
+        membership_share[list(cell)] += share
+    return theta + offsets @ membership_share
+
+
+def _coefficient_intervals(
+    fit, group: int, z: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Global coefficients and group ``group``'s (global + its offset), with their standard errors."""
+    k = fit.n_features
+    covariance = fit.style_covariance()
+    global_se = np.sqrt(np.diag(covariance)[:k])
+    block = slice(k * (1 + group), k * (2 + group))
+    group_var = (
+        np.diag(covariance)[:k] + np.diag(covariance[block, block]) + 2 * np.diag(covariance[:k, block])
+    )
+    return fit.style, global_se, fit.style + fit.style_offsets[:, group], np.sqrt(group_var)
+
+
+def style_simulation(
+    n_sims: int = 40, seed: int = 0, *, n_models: int = 16, n_battles: int = 20_000, planted: bool = True
+) -> dict:
+    """Raw and style-controlled boards against the true skills, over ``n_sims`` simulated tournaments.
+
+    Each simulation draws a fresh StyleWorld and ``n_battles`` battles, fits ``fit_btd`` (tau 0.5,
+    ties) without features (the raw board) and with them (the style-controlled board), and compares
+    each board's skills on the sample's mix of cells with the truth by Kendall tau. Coverage: how often
+    the 95% intervals hold the planted global coefficients and STYLE_GROUP's coefficients (global plus
+    offset), and the style-controlled skills (from 1,000 Laplace draws of ``skills_for``).
+    """
+    rng = np.random.default_rng(seed)
+    z = 1.959963984540054
+    raw_tau, controlled_tau, skill_hits, skill_n = [], [], 0, 0
+    global_hits = np.zeros(len(STYLE_FEATURES))
+    group_hits = np.zeros(len(STYLE_FEATURES))
+    estimates = []
+    n_groups = sum(STYLE_AXES)
+    for sim in range(n_sims):
+        sworld = style_world(n_models, rng, planted=planted)
+        world = sworld.world
+        counts = simulate_style_battles(sworld, n_battles, rng)
+        truth = _sample_skill(world.theta, world.offsets, world)
+        raw = fit_btd(Counts(cells=counts.cells, rows=counts.rows), n_models=n_models, n_groups=n_groups)
+        controlled = fit_btd(counts, n_models=n_models, n_groups=n_groups)
+        raw_tau.append(kendalltau(truth, _sample_skill(raw.theta, raw.offsets, world)).statistic)
+        controlled_skill = _sample_skill(controlled.theta, controlled.offsets, world)
+        controlled_tau.append(kendalltau(truth, controlled_skill).statistic)
+        population = list(zip(world.cells, world.cell_share, strict=True))
+        board = skills_for(controlled, population, n_draws=1000, seed=sim)
+        low, high = (np.array([getattr(row, name) for row in board]) for name in ("skill_low", "skill_high"))
+        skill_hits += int(((low <= truth) & (truth <= high)).sum())
+        skill_n += n_models
+        beta, beta_se, group, group_se = _coefficient_intervals(controlled, STYLE_GROUP, z)
+        planted_group = sworld.style + sworld.style_offsets[:, STYLE_GROUP]
+        global_hits += np.abs(beta - sworld.style) <= z * beta_se
+        group_hits += np.abs(group - planted_group) <= z * group_se
+        estimates.append(np.r_[beta, group])
+    mean_estimates = np.mean(estimates, axis=0)
+    k = len(STYLE_FEATURES)
+    return {
+        "sims": n_sims,
+        "raw_tau": float(np.mean(raw_tau)),
+        "controlled_tau": float(np.mean(controlled_tau)),
+        "tau_diff": float(np.mean(controlled_tau) - np.mean(raw_tau)),
+        "coefficient_coverage": float((global_hits.sum() + group_hits.sum()) / (2 * k * n_sims)),
+        "global_coverage": dict(zip(STYLE_FEATURES, (global_hits / n_sims).tolist(), strict=True)),
+        "group_coverage": dict(zip(STYLE_FEATURES, (group_hits / n_sims).tolist(), strict=True)),
+        "global_mean": dict(zip(STYLE_FEATURES, mean_estimates[:k].tolist(), strict=True)),
+        "group_mean": dict(zip(STYLE_FEATURES, mean_estimates[k:].tolist(), strict=True)),
+        "skill_coverage": skill_hits / skill_n,
+    }
+
+
+def style_fit_time(
+    n_models: int = 130, n_battles: int = 1_700_000, n_groups: int = 22, seed: int = 0, repeats: int = 1
+) -> dict:
+    """Seconds for ``fit_btd`` (groups, ties, tau 0.5) and the global board, with the style features
+    and without them, on the same simulated battles at the given scale and on ``fit_benchmark``'s frame
+    (22 groups: the HUMAINE cells), the best of ``repeats``. Without features the fit aggregates the
+    battles per (cell, pair); with them every battle is its own row."""
+    rng = np.random.default_rng(seed)
+    sworld = style_world(n_models, rng, world=_random_world(n_models, n_groups, rng))
+    counts = simulate_style_battles(sworld, n_battles, rng)
+    plain_counts = Counts(cells=counts.cells, rows=counts.rows)
+    timings: dict[str, list[float]] = {"with": [], "without": []}
+    converged = True
+    for _ in range(repeats):
+        for name, data in (("without", plain_counts), ("with", counts)):
+            start = time.perf_counter()
+            fit = fit_btd(data, n_models=n_models, n_groups=n_groups)
+            skills_for(fit, [((), 1.0)])
+            timings[name].append(time.perf_counter() - start)
+            converged = converged and fit.converged
+    with_seconds, without_seconds = min(timings["with"]), min(timings["without"])
+    return {
+        "style_fit_seconds": with_seconds,
+        "plain_fit_seconds": without_seconds,
+        "style_fit_ratio": with_seconds / without_seconds,
+        "style_fit_converged": converged,
+        "style_fit_models": n_models,
+        "style_fit_battles": n_battles,
     }

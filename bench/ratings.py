@@ -11,7 +11,15 @@ import time
 
 import trueskill
 
-from bench.fit import coverage_simulation, fit_benchmark
+from bench.fit import (
+    PLANTED_GROUP_STYLE,
+    PLANTED_STYLE,
+    STYLE_FEATURES,
+    coverage_simulation,
+    fit_benchmark,
+    style_fit_time,
+    style_simulation,
+)
 from stats.trueskill import TrueSkillParams, rate_1vs1
 
 # (first, second, drawn): `first` beat `second` unless drawn.
@@ -95,16 +103,80 @@ def replay_benchmark(votes: int = 100_000, models: int = 20, seed: int = 0, repe
     }
 
 
-FULL = {"replay_votes": 100_000, "fit_models": 130, "fit_battles": 1_700_000, "coverage_sims": 100}
-QUICK = {"replay_votes": 5_000, "fit_models": 20, "fit_battles": 50_000, "coverage_sims": 10}
+FULL = {
+    "replay_votes": 100_000,
+    "fit_models": 130,
+    "fit_battles": 1_700_000,
+    "coverage_sims": 100,
+    "style_sims": 40,
+    "style_models": 16,
+    "style_battles": 20_000,
+}
+QUICK = {
+    "replay_votes": 5_000,
+    "fit_models": 20,
+    "fit_battles": 50_000,
+    "coverage_sims": 10,
+    "style_sims": 3,
+    "style_models": 10,
+    "style_battles": 6_000,
+}
+# Targets of the style-control figures (issue 17).
+STYLE_TARGETS = {
+    "style_tau_gain": (0.2, None),
+    "style_tau_null_diff": (-0.02, 0.02),
+    "style_coefficient_coverage": (0.90, 0.98),
+    "style_skill_coverage": (0.90, 0.98),
+    "style_fit_ratio": (None, 1.5),
+}
+
+
+def style_benchmark(*, sims: int, models: int, battles: int, fit_models: int, fit_battles: int) -> dict:
+    """Style control: the raw and style-controlled boards against known skills with a planted style
+    effect and in a null control without one, the planted coefficients' interval coverage, and the
+    fit time with the covariates against the fit without them (bench.fit)."""
+    planted = style_simulation(n_sims=sims, n_models=models, n_battles=battles, planted=True)
+    null = style_simulation(n_sims=sims, n_models=models, n_battles=battles, planted=False, seed=1)
+    figures = {
+        "style_tau_raw": planted["raw_tau"],
+        "style_tau_controlled": planted["controlled_tau"],
+        "style_tau_gain": planted["tau_diff"],
+        "style_tau_null_raw": null["raw_tau"],
+        "style_tau_null_controlled": null["controlled_tau"],
+        "style_tau_null_diff": null["tau_diff"],
+        "style_coefficient_coverage": planted["coefficient_coverage"],
+        "style_null_coefficient_coverage": null["coefficient_coverage"],
+        "style_global_coverage": planted["global_coverage"],
+        "style_group_coverage": planted["group_coverage"],
+        "style_skill_coverage": planted["skill_coverage"],
+        "style_planted_global": dict(zip(STYLE_FEATURES, PLANTED_STYLE.tolist(), strict=True)),
+        "style_planted_group": dict(
+            zip(STYLE_FEATURES, (PLANTED_STYLE + PLANTED_GROUP_STYLE).tolist(), strict=True)
+        ),
+        "style_global_mean": planted["global_mean"],
+        "style_group_mean": planted["group_mean"],
+        **style_fit_time(n_models=fit_models, n_battles=fit_battles),
+    }
+    figures["style_passed"] = {
+        key: (low is None or figures[key] >= low) and (high is None or figures[key] <= high)
+        for key, (low, high) in STYLE_TARGETS.items()
+    }
+    return figures
 
 
 def run(*, quick: bool) -> dict:
-    """`bench ratings`: replay speed, the batch fit at Arena scale and interval coverage."""
+    """`bench ratings`: replay speed, the batch fit at Arena scale, interval coverage, style control."""
     sizes = QUICK if quick else FULL
     return {
         "sizes": sizes,
         **replay_benchmark(votes=sizes["replay_votes"], repeats=1 if quick else 5),
         **fit_benchmark(n_models=sizes["fit_models"], n_battles=sizes["fit_battles"]),
         **coverage_simulation(n_sims=sizes["coverage_sims"]),
+        **style_benchmark(
+            sims=sizes["style_sims"],
+            models=sizes["style_models"],
+            battles=sizes["style_battles"],
+            fit_models=sizes["fit_models"],
+            fit_battles=sizes["fit_battles"],
+        ),
     }

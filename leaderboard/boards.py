@@ -83,6 +83,8 @@ class Board:
     suppressed: bool
     raters: int | None  # distinct raters with counted votes on this board
     entries: list[BoardEntry]  # every model that entered the tournament, ranked first, then unranked
+    # True: the style-controlled view (scores with reply length and formatting held equal).
+    style_controlled: bool = False
 
     @property
     def battles(self) -> int:
@@ -157,9 +159,14 @@ class RaterCounts:
 
 
 def board_get(
-    *, dimension: Dimension, group: Group | None = None, snapshot: FitSnapshot | None = None
+    *,
+    dimension: Dimension,
+    group: Group | None = None,
+    snapshot: FitSnapshot | None = None,
+    style_controlled: bool = False,
 ) -> Board:
-    """The latest snapshot's board (or the given snapshot's), with suppression applied."""
+    """The latest snapshot's board (or the given snapshot's), with suppression applied; with
+    ``style_controlled`` its style-controlled view (no scores where the snapshot has none)."""
     tournament = dimension.tournament
     if snapshot is None:
         snapshot = snapshot_latest(dimension=dimension)
@@ -175,6 +182,7 @@ def board_get(
         "group": group,
         "snapshot": snapshot,
         "fitted_at": snapshot.created_at if snapshot else None,
+        "style_controlled": style_controlled,
     }
     if suppressed:
         return Board(**common, suppressed=True, raters=None, entries=[])
@@ -182,8 +190,61 @@ def board_get(
         **common,
         suppressed=False,
         raters=raters,
-        entries=_entries(tournament, dimension, group, snapshot, cutoff),
+        entries=_entries(tournament, dimension, group, snapshot, cutoff, style_controlled),
     )
+
+
+@dataclass(frozen=True)
+class StyleEffect:
+    """A style coefficient with its 95% interval: the change in log-odds of winning per typical
+    difference in that feature between the two replies (positive: raters favour more of it)."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class GroupStyleEffect:
+    group: Group
+    effect: StyleEffect  # the group's own coefficient (global + the group's offset)
+    offset: StyleEffect  # how far it is from the global one
+
+    @property
+    def differs(self) -> bool:
+        """Whether the group's offset interval excludes 0."""
+        return self.offset.low > 0 or self.offset.high < 0
+
+
+@dataclass(frozen=True)
+class StyleCoefficient:
+    feature: str
+    effect: StyleEffect
+    groups: list[GroupStyleEffect]  # publishable groups only
+
+
+def style_coefficients(*, snapshot: FitSnapshot | None) -> list[StyleCoefficient]:
+    """The snapshot's style coefficients, each group's only where that group may be published."""
+    if snapshot is None or not snapshot.style:
+        return []
+    publishable = publishable_group_ids(tournament=snapshot.tournament)
+    groups = Group.objects.select_related("axis__country").in_bulk(publishable)
+
+    def effect(values: dict) -> StyleEffect:
+        return StyleEffect(estimate=values["estimate"], low=values["low"], high=values["high"])
+
+    return [
+        StyleCoefficient(
+            feature=item["feature"],
+            effect=effect(item),
+            groups=[
+                GroupStyleEffect(group=groups[g["group_id"]], effect=effect(g), offset=effect(g["offset"]))
+                for g in item["groups"]
+                if g["group_id"] in groups
+            ],
+        )
+        for item in snapshot.style["coefficients"]
+    ]
 
 
 def publishable_group_ids(*, tournament: Tournament) -> set[int]:
@@ -281,9 +342,16 @@ def min_group_raters() -> int:
     return threshold
 
 
-def _entries(tournament, dimension, group, snapshot, cutoff) -> list[BoardEntry]:
+def _entries(tournament, dimension, group, snapshot, cutoff, style_controlled=False) -> list[BoardEntry]:
     scores = (
-        {s.model_id: s for s in FitScore.objects.filter(snapshot=snapshot, group=group)} if snapshot else {}
+        {
+            s.model_id: s
+            for s in FitScore.objects.filter(
+                snapshot=snapshot, group=group, style_controlled=style_controlled
+            )
+        }
+        if snapshot
+        else {}
     )
     results = _cached(
         tournament.pk,

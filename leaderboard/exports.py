@@ -55,10 +55,12 @@ from tournaments.models import Battle, Reply, Tournament, Turn, Vote, VoteChoice
 FORMAT_VERSION = 1
 BATTLES_PER_CHUNK = 200
 ARENA_WINNERS = {"a": "model_a", "b": "model_b", "tie": "tie"}
+# style: "default" (the board as voted) or "controlled" (reply length and formatting held equal).
 BOARD_COLUMNS = [
     "tournament",
     "dimension",
     "group",
+    "style",
     "fitted_at",
     "suppressed",
     "raters",
@@ -92,11 +94,13 @@ CSV_COLUMNS = BOARD_COLUMNS + list(ENTRY_COLUMNS)
 
 def boards_all(*, tournament: Tournament) -> list[Board]:
     """The latest board of every fitted dimension: pooled, then every group in display order (suppressed
-    ones included, as suppressed)."""
+    ones included, as suppressed); each in the default view, then, where the fit has one, the
+    style-controlled view."""
     groups = [None, *Group.objects.select_related("axis__country")]
     return [
-        board_get(dimension=snapshot.dimension, group=group, snapshot=snapshot)
+        board_get(dimension=snapshot.dimension, group=group, snapshot=snapshot, style_controlled=controlled)
         for snapshot in snapshots_latest(tournament=tournament)
+        for controlled in ([False, True] if snapshot.style else [False])
         for group in groups
     ]
 
@@ -110,6 +114,7 @@ def boards_csv(boards: Iterable[Board]) -> bytes:
             board.tournament.slug,
             board.dimension.slug,
             board.group.slug if board.group else "",
+            "controlled" if board.style_controlled else "default",
             board.fitted_at.isoformat() if board.fitted_at else "",
             "true" if board.suppressed else "false",
             "" if board.raters is None else board.raters,

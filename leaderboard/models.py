@@ -65,6 +65,9 @@ class FitSnapshot(models.Model):
     votes = models.PositiveIntegerField()
     settings = models.JSONField(default=dict)
     tie_parameter = models.FloatField(help_text="Davidson's nu for this dimension.")
+    # The style-controlled fit's coefficients (services._style_summary): features kept, their scales,
+    # and per feature the global coefficient and each group's, with 95% intervals. {} = no style fit.
+    style = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -91,14 +94,18 @@ class FitScore(models.Model):
     rank_low = models.PositiveIntegerField()
     rank_high = models.PositiveIntegerField()
     p_best = models.FloatField()
+    # False: the default board. True: the style-controlled board (scores with style held equal).
+    style_controlled = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["snapshot", "model"], condition=Q(group__isnull=True), name="fitscore_unique_pooled"
+                fields=["snapshot", "style_controlled", "model"],
+                condition=Q(group__isnull=True),
+                name="fitscore_unique_pooled",
             ),
             models.UniqueConstraint(
-                fields=["snapshot", "group", "model"],
+                fields=["snapshot", "style_controlled", "group", "model"],
                 condition=Q(group__isnull=False),
                 name="fitscore_unique_group",
             ),
@@ -106,6 +113,24 @@ class FitScore(models.Model):
 
     def __str__(self):
         return f"{self.model}: {self.score:.3f}"
+
+
+class BattleStyle(models.Model):
+    """Each side's raw style counts over a battle's replies (stats.style.side_style), derived once per
+    battle when a fit first needs it: replies do not change once voted on, so re-parsing every reply of
+    the whole history at each publish would be wasted work. Raw counts, not the normalised differences,
+    so the normalisation can change without re-reading replies. ``cut_off`` inside each side is null
+    while replies do not record truncation."""
+
+    battle = models.OneToOneField(
+        "tournaments.Battle", on_delete=models.CASCADE, primary_key=True, related_name="style"
+    )
+    side_a = models.JSONField()
+    side_b = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"Style of {self.battle_id}"
 
 
 class FitPosterior(models.Model):

@@ -18,6 +18,7 @@ from leaderboard.boards import (
     BoardEntry,
     PairResult,
     Status,
+    StyleCoefficient,
     board_get,
     board_pair_results,
     counted_choices,
@@ -27,6 +28,7 @@ from leaderboard.boards import (
     snapshot_cutoff,
     snapshot_latest,
     snapshots_latest,
+    style_coefficients,
     tournament_entrants,
 )
 from leaderboard.models import FitScore, FitSnapshot
@@ -170,9 +172,9 @@ class BoardPage:
     entrants: list[LLMModel] = field(default_factory=list)
 
 
-def board_page(*, dimension: Dimension, group: Group | None) -> BoardPage:
+def board_page(*, dimension: Dimension, group: Group | None, style_controlled: bool = False) -> BoardPage:
     """A board with its charts. A suppressed board has no charts, only the list of entrants' names."""
-    board = board_get(dimension=dimension, group=group)
+    board = board_get(dimension=dimension, group=group, style_controlled=style_controlled)
     group_ranks = rank_by_group(dimension=dimension)
     if board.suppressed:
         return BoardPage(
@@ -191,7 +193,19 @@ def board_page(*, dimension: Dimension, group: Group | None) -> BoardPage:
 
 def board_title(board: Board) -> str:
     who = group_title(board.group) if board.group else "everyone (post-stratified)"
-    return f"{board.dimension.name}, {who}"
+    view = ", style-controlled" if board.style_controlled else ""
+    return f"{board.dimension.name}, {who}{view}"
+
+
+STYLE_VIEWS = {"": False, "default": False, "controlled": True}
+
+
+def style_view(value: str | None) -> bool:
+    """The `style` query parameter: "controlled" for the style-controlled view, empty or "default" for
+    the default one; anything else is not found."""
+    if (value or "") not in STYLE_VIEWS:
+        raise NotFound(f"There is no style view called '{value}': use 'controlled' or 'default'.")
+    return STYLE_VIEWS[value or ""]
 
 
 def interval_chart(board: Board) -> SafeString | None:
@@ -302,7 +316,9 @@ def rank_history(*, dimension: Dimension, group: Group | None) -> History | None
         shown.append(counts.published(group))
     ranks: dict[int, dict[int, int]] = defaultdict(dict)
     for snapshot_id, model_id, rank in FitScore.objects.filter(
-        snapshot__in=[s for s, ok in zip(snapshots, shown, strict=True) if ok], group=group
+        snapshot__in=[s for s, ok in zip(snapshots, shown, strict=True) if ok],
+        group=group,
+        style_controlled=False,
     ).values_list("snapshot_id", "model_id", "rank"):
         ranks[model_id][snapshot_id] = rank
     names = dict(LLMModel.objects.filter(pk__in=ranks).values_list("pk", "name"))
@@ -345,7 +361,7 @@ def rank_by_group(*, dimension: Dimension) -> GroupRanks | None:
     ranks = {
         (group_id, model_id): rank
         for group_id, model_id, rank in FitScore.objects.filter(
-            snapshot=pooled.snapshot, group_id__in=counts.publishable
+            snapshot=pooled.snapshot, group_id__in=counts.publishable, style_controlled=False
         ).values_list("group_id", "model_id", "rank")
     }
     rows = []
@@ -419,6 +435,16 @@ class DimensionSummary:
     entry: BoardEntry | None  # the model on the pooled board; None when it is suppressed
     board_battles: int  # all counted battles on the pooled board
     fitted_at: object
+    controlled: BoardEntry | None = None  # the model on the style-controlled pooled board
+
+    @property
+    def style_shift(self) -> float | None:
+        """How far the score moves under style control (controlled minus as voted); None without both."""
+        if self.entry is None or self.controlled is None:
+            return None
+        if self.entry.score is None or self.controlled.score is None:
+            return None
+        return self.controlled.score - self.entry.score
 
     @property
     def tie_rate(self) -> float | None:
@@ -477,12 +503,17 @@ def model_page(
     for each in tournament.dimensions.order_by("position"):
         board = board_get(dimension=each)
         entry = next((e for e in board.entries if e.model_id == model.pk), None)
+        controlled = None
+        if board.snapshot is not None and board.snapshot.style and not board.suppressed:
+            controlled_board = board_get(dimension=each, snapshot=board.snapshot, style_controlled=True)
+            controlled = next((e for e in controlled_board.entries if e.model_id == model.pk), None)
         summaries.append(
             DimensionSummary(
                 dimension=each,
                 entry=entry,
                 board_battles=board.battles,
                 fitted_at=board.fitted_at,
+                controlled=controlled,
             )
         )
     pooled = next(s for s in summaries if s.dimension == dimension)
@@ -512,7 +543,9 @@ def _model_groups(model, dimension, pooled: DimensionSummary) -> tuple[list[Grou
     )
     scores = {
         s.group_id: s
-        for s in FitScore.objects.filter(snapshot=snapshot, model=model, group_id__in=counts.publishable)
+        for s in FitScore.objects.filter(
+            snapshot=snapshot, model=model, group_id__in=counts.publishable, style_controlled=False
+        )
     }
     groups = [
         GroupScore(group=g, score=scores.get(g.pk), publishable=g.pk in counts.publishable)
@@ -571,6 +604,56 @@ class DimensionTies:
         return self.ties / self.votes if self.votes else None
 
 
+STYLE_FEATURE_NAMES = {
+    "length": "Length",
+    "headers": "Headers",
+    "list_items": "List items",
+    "bold": "Bold text",
+    "code_blocks": "Code blocks",
+    "cut_off": "Cut off",
+}
+
+
+@dataclass(frozen=True)
+class DimensionStyle:
+    """What sways votes on one dimension: its style coefficients, for everyone and by group."""
+
+    dimension: Dimension
+    coefficients: list[StyleCoefficient]
+    chart: SafeString
+
+
+def dimension_style(*, dimension: Dimension, snapshot: FitSnapshot | None) -> DimensionStyle | None:
+    """The latest fit's style coefficients with a chart: every feature for everyone, and each
+    publishable group whose offset from everyone has an interval excluding 0."""
+    coefficients = style_coefficients(snapshot=snapshot)
+    if not coefficients:
+        return None
+    rows = []
+    for c in coefficients:
+        name = STYLE_FEATURE_NAMES.get(c.feature, c.feature)
+        rows.append(charts.Interval(f"{name}: everyone", c.effect.estimate, c.effect.low, c.effect.high))
+        rows += [
+            charts.Interval(f"{name}: {group_title(g.group)}", g.effect.estimate, g.effect.low, g.effect.high)
+            for g in c.groups
+            if g.differs
+        ]
+    chart = charts.interval_plot(
+        rows,
+        chart_id=f"chart-style-{dimension.slug}",
+        title=f"What sways votes on {dimension.name}: style coefficients with 95% intervals",
+        description="Change in the log-odds of winning per typical difference between the two replies in "
+        "each feature (above 0: raters favour the reply with more of it), for everyone and for each group "
+        "whose preference differs from everyone's. The table beside gives every group's figures.",
+        domain=(0.0, 0.0),
+    )
+    return DimensionStyle(
+        dimension=dimension,
+        coefficients=coefficients,
+        chart=mark_safe(chart),  # noqa: S308 - charts escape every piece of text they write
+    )
+
+
 @dataclass(frozen=True)
 class Methodology:
     tournament: Tournament
@@ -584,6 +667,7 @@ class Methodology:
     reliability: list[tuple[LLMModel, ModelReliability]]
     held_out_raters: int = 0
     studies: list = field(default_factory=list)  # the tournament's studies, with their entry friction
+    style: list[DimensionStyle] = field(default_factory=list)
 
 
 # The figures of the last full `manage.py bench rigging` run, quoted on the methodology page; rerun the
@@ -627,13 +711,16 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
                 f"fewer than {threshold}" if raters < threshold else "withheld to protect a smaller group"
             )
             groups.append(GroupRaters(group=group, raters=None, reason=reason))
-    ties = []
+    ties, styles = [], []
     for dimension in tournament.dimensions.order_by("position"):
         snapshot = latest.get(dimension.pk)
         tally = counted_choices(dimension, snapshot_cutoff(snapshot)).aggregate(
             votes=Count("pk"), ties=Count("pk", filter=Q(outcome=Outcome.TIE))
         )
         ties.append(DimensionTies(dimension=dimension, snapshot=snapshot, **tally))
+        style = dimension_style(dimension=dimension, snapshot=snapshot)
+        if style is not None:
+            styles.append(style)
     return Methodology(
         tournament=tournament,
         threshold=threshold,
@@ -648,6 +735,7 @@ def methodology_figures(*, tournament: Tournament) -> Methodology:
         reliability=_reliability_rows(tournament),
         held_out_raters=Rater.objects.filter(study__tournament=tournament, held_out_at__isnull=False).count(),
         studies=list(tournament.studies.order_by("name")),
+        style=styles,
     )
 
 

@@ -11,15 +11,16 @@ from django.db.models import Q
 from django.utils import timezone
 
 from leaderboard.boards import board_cache_bump, min_group_raters
-from leaderboard.models import AppliedVote, FitPosterior, FitScore, FitSnapshot, Rating
+from leaderboard.models import AppliedVote, BattleStyle, FitPosterior, FitScore, FitSnapshot, Rating
 from raters.models import Group, Rater
 from stats import poststrat, rigging
 from stats.btd import Counts, Fit, fit_btd
 from stats.census import PRESETS
 from stats.posterior import ScoreDraws, centred_covariance, covariance_from_centred, fit_restored, score_draws
+from stats.style import SideStyle, battle_style, side_style, style_matrix
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
-from tournaments.models import Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
+from tournaments.models import Dimension, LLMModel, Outcome, Reply, Tournament, Vote, VoteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -236,6 +237,7 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
             "vote__battle__model_a_id",
             "vote__battle__model_b_id",
             "outcome",
+            "vote__battle_id",
         )
     )
     model_ids = sorted(
@@ -246,7 +248,7 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     group_ids = sorted({g for groups in groups_of.values() for g in groups})
     group_index = {group_id: index for index, group_id in enumerate(group_ids)}
     votes = []
-    for _vote_id, rater_id, model_a, model_b, outcome in rows:
+    for _vote_id, rater_id, model_a, model_b, outcome, _battle_id in rows:
         cell = tuple(sorted(group_index[g] for g in groups_of.get(rater_id, ())))
         votes.append(
             (cell, model_index[model_a], model_index[model_b], {"a": "i", "b": "j"}.get(outcome, "tie"))
@@ -259,6 +261,7 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         group_prior_sd=FIT_GROUP_PRIOR_SD,
         with_groups=bool(group_ids),
     )
+    style_fit, style = _style_fit(votes, [r[5] for r in rows], n_models=len(model_ids), group_ids=group_ids)
     population, method = _pooled_population(groups_of, group_index)
     # One transaction: readers see a snapshot with all its boards and its posterior, or not at all.
     with transaction.atomic():
@@ -270,6 +273,7 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
             votes=len(rows),
             settings={"group_prior_sd": FIT_GROUP_PRIOR_SD, "draws": FIT_DRAWS, "pooled": method},
             tie_parameter=math.exp(fit.log_nu),
+            style=style,
         )
         # The pooled board's draws are kept with the posterior (personal boards compare against them);
         # every board is summarised from its draws as skills_for would, with the snapshot's seed.
@@ -286,6 +290,28 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
             for group_id, draws in boards
             for score in _fit_scores(snapshot, group_id, model_ids, draws_summary(draws.point, draws.draws))
         )
+        if style_fit is not None:
+            # The style-controlled boards: the same populations and seed, from the fit with style held
+            # equal, so the two views differ only by the style control.
+            FitScore.objects.bulk_create(
+                score
+                for group_id in [None, *group_ids]
+                for draws in [
+                    score_draws(
+                        style_fit,
+                        population if group_id is None else [((group_index[group_id],), 1.0)],
+                        n_draws=FIT_DRAWS,
+                        seed=snapshot.pk,
+                    )
+                ]
+                for score in _fit_scores(
+                    snapshot,
+                    group_id,
+                    model_ids,
+                    draws_summary(draws.point, draws.draws),
+                    style_controlled=True,
+                )
+            )
         FitPosterior.objects.create(
             snapshot=snapshot,
             data=posterior_encode(fit=fit, model_ids=model_ids, group_ids=group_ids, pooled=pooled),
@@ -295,10 +321,18 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     return snapshot
 
 
-def _fit_scores(snapshot: FitSnapshot, group_id: int | None, model_ids, board: DrawSummary):
+def _fit_scores(
+    snapshot: FitSnapshot,
+    group_id: int | None,
+    model_ids,
+    board: DrawSummary,
+    *,
+    style_controlled: bool = False,
+):
     return [
         FitScore(
             snapshot=snapshot,
+            style_controlled=style_controlled,
             group_id=group_id,
             model_id=model_id,
             score=board.point[m],
@@ -311,6 +345,94 @@ def _fit_scores(snapshot: FitSnapshot, group_id: int | None, model_ids, board: D
         )
         for m, model_id in enumerate(model_ids)
     ]
+
+
+# --- Style control ------------------------------------------------------------------------------------
+
+STYLE_CHUNK = 2000
+Z_95 = 1.959963984540054
+
+
+def battle_styles_ensure(*, battle_ids: Sequence[int]) -> dict[int, tuple[SideStyle, SideStyle]]:
+    """Each battle's style counts per side (A, B), derived from its replies (with whether each was cut off
+    at its length limit) the first time they are needed, and stored (BattleStyle)."""
+    wanted = set(battle_ids)
+    stored = {
+        row.battle_id: (SideStyle(**row.side_a), SideStyle(**row.side_b))
+        for row in BattleStyle.objects.filter(battle_id__in=wanted)
+    }
+    missing = sorted(wanted - set(stored))
+    for start in range(0, len(missing), STYLE_CHUNK):
+        chunk = missing[start : start + STYLE_CHUNK]
+        texts: dict[tuple[int, str], list[str]] = defaultdict(list)
+        cut: dict[tuple[int, str], list[bool]] = defaultdict(list)
+        for battle_id, side, content, cut_off in (
+            Reply.objects.filter(turn__battle_id__in=chunk)
+            .order_by("turn__index")
+            .values_list("turn__battle_id", "side", "content", "cut_off")
+        ):
+            texts[(battle_id, side)].append(content)
+            cut[(battle_id, side)].append(cut_off)
+        derived = {
+            battle_id: tuple(
+                side_style(texts[(battle_id, side)], cut[(battle_id, side)]) for side in ("a", "b")
+            )
+            for battle_id in chunk
+        }
+        BattleStyle.objects.bulk_create(
+            [BattleStyle(battle_id=b, side_a=vars(a), side_b=vars(bb)) for b, (a, bb) in derived.items()],
+            ignore_conflicts=True,
+        )
+        stored.update(derived)
+    return {b: stored[b] for b in battle_ids}
+
+
+def _style_fit(votes, battle_ids: Sequence[int], *, n_models: int, group_ids: Sequence[int]):
+    """The fit with style covariates on the same votes, and its coefficients for the snapshot; (None,
+    {}) when no style feature varies (every battle alike, or too few battles)."""
+    styles = battle_styles_ensure(battle_ids=battle_ids)
+    features, names, scales = style_matrix([battle_style(*styles[b]) for b in battle_ids])
+    if not names:
+        return None, {}
+    counts = Counts.from_votes(votes, n_models, aggregate=False)
+    fit = fit_btd(
+        Counts(cells=counts.cells, rows=counts.rows, features=features),
+        n_models=n_models,
+        n_groups=len(group_ids),
+        group_prior_sd=FIT_GROUP_PRIOR_SD,
+        with_groups=bool(group_ids),
+    )
+    return fit, _style_summary(fit, names, scales, group_ids)
+
+
+def _interval(estimate: float, variance: float) -> dict[str, float]:
+    half = Z_95 * math.sqrt(max(variance, 0.0))
+    return {"estimate": float(estimate), "low": float(estimate - half), "high": float(estimate + half)}
+
+
+def _style_summary(fit: Fit, names, scales, group_ids: Sequence[int]) -> dict:
+    """Per feature: the global coefficient (log-odds of winning per typical difference, i.e. per unit of
+    the scaled normalised difference) and, per group, that group's coefficient (global + offset) and its
+    offset, each with a 95% interval from the Laplace posterior."""
+    k = fit.n_features
+    covariance = fit.style_covariance()
+    coefficients = []
+    for f, name in enumerate(names):
+        groups = []
+        for g, group_id in enumerate(group_ids if fit.with_groups else []):
+            o = k * (1 + g) + f
+            offset = fit.style_offsets[f, g]
+            groups.append(
+                {
+                    "group_id": group_id,
+                    **_interval(
+                        fit.style[f] + offset, covariance[f, f] + covariance[o, o] + 2 * covariance[f, o]
+                    ),
+                    "offset": _interval(offset, covariance[o, o]),
+                }
+            )
+        coefficients.append({"feature": name, **_interval(fit.style[f], covariance[f, f]), "groups": groups})
+    return {"features": list(names), "scales": [float(x) for x in scales], "coefficients": coefficients}
 
 
 def _groups_by_rater(rater_ids: set[int]) -> dict[int, list[int]]:

@@ -18,6 +18,7 @@ from leaderboard.selectors import (
     model_for_page,
     model_page,
     rigging_facts,
+    style_view,
     tournament_choices,
 )
 from raters.selectors import qc_error_rates
@@ -36,14 +37,18 @@ def leaderboard(request, *, fragment: bool):
     if resolved is None:
         return render(request, "leaderboard/leaderboard.html", {"tournament": None})
     tournament, dimension, group = resolved
+    style_controlled = style_view(request.GET.get("style"))
     context = {
+        "style_controlled": style_controlled,
         "tournament": tournament,
         "tournaments": tournament_choices(),
         "dimension": dimension,
         "group": group,
         "dimensions": tournament.dimensions.order_by("position"),
         "group_sections": group_sections(tournament=tournament, dimension=dimension),
-        "page": board_page(dimension=dimension, group=group) if dimension else None,
+        "page": board_page(dimension=dimension, group=group, style_controlled=style_controlled)
+        if dimension
+        else None,
     }
     template = "leaderboard/_board.html" if fragment else "leaderboard/leaderboard.html"
     return render(request, template, context)

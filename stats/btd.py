@@ -40,6 +40,24 @@ posterior covariance: the inverse of the negative log-posterior Hessian at the m
 
 Boards of a population (scores, intervals, ranks, P(best)) are drawn from this posterior in
 ``stats.posterior`` and summarised in ``stats.summaries``.
+
+Style covariates (style control)
+--------------------------------
+With ``Counts.features`` (one row per battle: the K normalised style differences of ``stats.style``,
+side i minus side j), the gap of a row in cell ``c`` becomes
+
+    d = s_i - s_j + sum_k z_k (beta_k + sum_{g in c} gamma_{g,k})
+
+``beta`` is the global style coefficient of each feature (log-odds per unit of the scaled difference;
+prior ``Normal(0, theta_prior_sd^2)``, flat when that is None) and ``gamma_g`` group g's offset from it,
+shrunk like the skill offsets: ``gamma_{g,k} ~ Normal(0, tau_g^2)`` with the same tau (estimated
+together with it under ``"estimate"``). The skills of this fit are the *style-controlled* skills:
+what a model scores against another with style held equal (z = 0), so ``stats.posterior`` makes the
+style-controlled boards from it unchanged. The style parameters follow the skill blocks in the packed
+vector and are not centred (no shift leaves the likelihood unchanged). Continuous covariates cannot
+be summed per (cell, pair), so rows with features are never merged: the cost grows with battles, not
+with distinct (cell, pair) rows, which at Arena scale (almost every (cell, pair) seen once or twice)
+is about the same.
 """
 
 from __future__ import annotations
@@ -78,9 +96,19 @@ class Counts:
 
     cells: list[tuple[int, ...]]
     rows: np.ndarray  # shape (n, 6): cell index, i, j, wins_i, wins_j, ties
+    # Optional (n, K) style covariates per row (i minus j, see stats.style); rows with them stay apart.
+    features: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.rows = np.asarray(self.rows, dtype=float).reshape(-1, 6)
+        if self.features is not None:
+            self.features = np.asarray(self.features, dtype=float).reshape(len(self.rows), -1)
+            if not np.isfinite(self.features).all():
+                raise ValueError("style features must be finite")
+
+    @property
+    def n_features(self) -> int:
+        return 0 if self.features is None else self.features.shape[1]
 
     @classmethod
     def from_votes(
@@ -103,7 +131,11 @@ class Counts:
         return counts.aggregated(n_models) if aggregate else counts
 
     def aggregated(self, n_models: int) -> Counts:
-        """The same counts with one row per distinct (cell, unordered pair), oriented i < j."""
+        """The same counts with one row per distinct (cell, unordered pair), oriented i < j.
+
+        With style features, rows are only oriented (a swap negates the features), never merged."""
+        if self.features is not None:
+            return self._oriented()
         cell, i, j = (self.rows[:, k].astype(np.intp) for k in range(3))
         wins_i, wins_j, ties = self.rows[:, 3], self.rows[:, 4], self.rows[:, 5]
         swap = i > j
@@ -121,6 +153,13 @@ class Counts:
         pair, cells = keys % (n_models * n_models), keys // (n_models * n_models)
         rows = np.column_stack([cells, pair // n_models, pair % n_models, *sums])
         return Counts(cells=list(self.cells), rows=rows)
+
+    def _oriented(self) -> Counts:
+        rows, features = self.rows.copy(), self.features.copy()
+        swap = rows[:, 1] > rows[:, 2]
+        rows[swap] = rows[swap][:, [0, 2, 1, 4, 3, 5]]
+        features[swap] *= -1.0
+        return Counts(cells=list(self.cells), rows=rows, features=features)
 
     @property
     def n_votes(self) -> float:
@@ -154,6 +193,27 @@ class Fit:
     neg_log_posterior: float
     log_marginal: float  # Laplace approximation of log p(data | tau), up to a tau-free constant
     tau_search: dict[float, float] = field(default_factory=dict)  # tau -> log_marginal, if estimated
+    style: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K,) global style coefficients
+    style_offsets: np.ndarray | None = None  # (K, n_groups) each group's offset; None = zeros
+
+    def __post_init__(self) -> None:
+        self.style = np.asarray(self.style, dtype=float).reshape(-1)
+        if self.style_offsets is None:
+            self.style_offsets = np.zeros((len(self.style), self.offsets.shape[1]))
+
+    @property
+    def n_features(self) -> int:
+        return len(self.style)
+
+    def _style_index(self) -> int:
+        """Where the style block starts in the packed parameters."""
+        return self.n_models * (1 + self.n_groups * self.with_groups)
+
+    def style_covariance(self) -> np.ndarray:
+        """Covariance of [beta (K), gamma group by group (n_groups blocks of K, with groups)]."""
+        start = self._style_index()
+        size = self.n_features * (1 + self.n_groups * self.with_groups)
+        return self.covariance[start : start + size, start : start + size]
 
     @property
     def n_models(self) -> int:
@@ -166,7 +226,13 @@ class Fit:
     def packed(self) -> np.ndarray:
         """The mode as one vector, in the layout of ``covariance``."""
         return _pack(
-            self.theta, self.offsets, self.log_nu, with_groups=self.with_groups, tie_model=self.tie_model
+            self.theta,
+            self.offsets,
+            self.log_nu,
+            with_groups=self.with_groups,
+            tie_model=self.tie_model,
+            style=self.style,
+            style_offsets=self.style_offsets,
         )
 
     def theta_se(self) -> np.ndarray:
@@ -196,10 +262,14 @@ def _centre_both(block: np.ndarray) -> np.ndarray:
     return block - block.mean(axis=1, keepdims=True)
 
 
-def _pack(theta, offsets, log_nu, *, with_groups: bool, tie_model: bool) -> np.ndarray:
+def _pack(theta, offsets, log_nu, *, with_groups: bool, tie_model: bool, style=None, style_offsets=None):
     parts = [theta]
     if with_groups:
         parts.append(offsets.T.ravel())
+    if style is not None and len(style):
+        parts.append(style)
+        if with_groups:
+            parts.append(np.asarray(style_offsets).T.ravel())
     if tie_model:
         parts.append([log_nu])
     return np.concatenate(parts)
@@ -225,6 +295,30 @@ class _Problem:
     design: np.ndarray  # (cells, 1 + groups): column 0 all ones (theta), then group membership
     theta_precision: float
     group_precision: np.ndarray  # (n_groups,)
+    features: np.ndarray  # (rows, K) style covariates divided by style_scale; K = 0 without style
+    # Internally the style coefficients are multiplied by style_scale (and the features divided by it),
+    # which puts their curvature on the scale of the skills': a feature touches every row, a model only
+    # about 2/n of them, and without this the conjugate-gradient Newton steps take several times as many
+    # iterations. Fit, its covariance and start vectors are always in the natural units.
+    style_scale: float = 1.0
+
+    @property
+    def n_features(self) -> int:
+        return self.features.shape[1]
+
+    @property
+    def blocks(self) -> int:
+        """Skill blocks (theta, then each group's offsets): also the rows of the style coefficients."""
+        return 1 + self.n_groups * self.with_groups
+
+    @property
+    def style_start(self) -> int:
+        return self.n_models * self.blocks
+
+    def style_table(self, x: np.ndarray) -> np.ndarray:
+        """(blocks, K): beta, then each group's gamma."""
+        k = self.n_features
+        return x[self.style_start : self.style_start + self.blocks * k].reshape(self.blocks, k)
 
     @property
     def n_cells(self) -> int:
@@ -288,9 +382,13 @@ def _problem(
     if with_groups:
         cells, merged = [tuple(cell) for cell in counts.cells], counts
     else:
-        cells, merged = [()], Counts(cells=[()], rows=counts.rows * [0, 1, 1, 1, 1, 1])
-    merged = merged.aggregated(n_models)
-    rows = merged.rows[merged.rows[:, 3:].sum(axis=1) > 0]
+        cells = [()]
+        merged = Counts(cells=[()], rows=counts.rows * [0, 1, 1, 1, 1, 1], features=counts.features)
+    if counts.features is None:
+        merged = merged.aggregated(n_models)
+    keep = merged.rows[:, 3:].sum(axis=1) > 0
+    rows = merged.rows[keep]
+    features = np.zeros((len(rows), 0)) if merged.features is None else merged.features[keep]
     wins_i, wins_j, ties = rows[:, 3].copy(), rows[:, 4].copy(), rows[:, 5].copy()
     if not tie_model:
         # Ties become half a win for each side, and nu is 0: plain Bradley-Terry.
@@ -311,7 +409,23 @@ def _problem(
         design=_design(cells, n_groups),
         theta_precision=0.0 if theta_prior_sd is None else theta_prior_sd**-2,
         group_precision=tau**-2.0,
+        features=features / _style_scale(n_models),
+        style_scale=_style_scale(n_models),
     )
+
+
+def _style_scale(n_models: int) -> float:
+    # sqrt(n / 4) took the fewest Hessian-vector products in trust-ncg on bench.fit's style worlds
+    # (60 models, 22 groups: 453 against 543 for sqrt(n / 2), 795 for sqrt(2 n), 3,787 unscaled).
+    return math.sqrt(max(n_models / 4.0, 1.0))
+
+
+def _style_units(problem: _Problem, x: np.ndarray, factor: float) -> np.ndarray:
+    """x with its style block multiplied by factor (style_scale: natural -> internal; 1/style_scale back)."""
+    x = np.array(x, dtype=float)
+    start, size = problem.style_start, problem.blocks * problem.n_features
+    x[start : start + size] *= factor
+    return x
 
 
 def _row_terms(problem: _Problem, x: np.ndarray):
@@ -319,6 +433,10 @@ def _row_terms(problem: _Problem, x: np.ndarray):
     theta, offsets, log_nu = problem.unpack(x)
     table = problem.skill_table(theta, offsets)
     half_gap = 0.5 * (table[problem.cell, problem.i] - table[problem.cell, problem.j])
+    if problem.n_features:
+        design = problem.design[:, : problem.blocks]
+        cell_style = design @ problem.style_table(x)  # (cells, K): beta + the cell's gammas
+        half_gap = half_gap + 0.5 * np.einsum("rk,rk->r", problem.features, cell_style[problem.cell])
     log_denominator = np.logaddexp(half_gap, -half_gap)
     if problem.tie_model:
         log_denominator = np.logaddexp(log_denominator, log_nu)
@@ -338,7 +456,23 @@ def _prior_terms(problem: _Problem, x: np.ndarray) -> tuple[float, np.ndarray]:
         precision = problem.group_precision[:, None]
         value += 0.5 * float((precision * offsets**2).sum())
         grad[n : n * (1 + problem.n_groups)] = (precision * offsets).ravel()
+    if problem.n_features:
+        start, coefficients = problem.style_start, problem.style_table(x)
+        precision = np.r_[problem.theta_precision, problem.group_precision][: problem.blocks, None]
+        precision = precision / problem.style_scale**2
+        value += 0.5 * float((precision * coefficients**2).sum())
+        grad[start : start + coefficients.size] = (precision * coefficients).ravel()
     return value, grad
+
+
+def _cell_sums(problem: _Problem, values: np.ndarray) -> np.ndarray:
+    """(cells, K): per cell, sum over rows of values * each feature."""
+    return np.column_stack(
+        [
+            np.bincount(problem.cell, weights=values * problem.features[:, k], minlength=problem.n_cells)
+            for k in range(problem.n_features)
+        ]
+    )
 
 
 def _objective(x: np.ndarray, problem: _Problem) -> tuple[float, np.ndarray]:
@@ -358,6 +492,10 @@ def _objective(x: np.ndarray, problem: _Problem) -> tuple[float, np.ndarray]:
     grad[:n] += table_grad.sum(axis=0)
     if problem.with_groups:
         grad[n : n * (1 + problem.n_groups)] += (problem.design[:, 1:].T @ table_grad).ravel()
+    if problem.n_features:
+        start, size = problem.style_start, problem.blocks * problem.n_features
+        style_grad = problem.design[:, : problem.blocks].T @ _cell_sums(problem, residual)
+        grad[start : start + size] += style_grad.ravel()
     if problem.tie_model:
         p_tie = np.exp(log_nu - log_denominator)
         grad[-1] += float(np.sum(total * p_tie - problem.ties))
@@ -399,12 +537,33 @@ def _hessian(x: np.ndarray, problem: _Problem) -> np.ndarray:
     blocks = design.shape[1]
     pair_design = (design[:, :, None] * design[:, None, :]).reshape(cells, blocks * blocks)
     summed = (pair_design.T @ laplacians.reshape(cells, n * n)).reshape(blocks, blocks, n, n)
-    size = blocks * n + problem.tie_model
+    k = problem.n_features
+    skill_size, style_size = blocks * n, blocks * k
+    size = skill_size + style_size + problem.tie_model
     hessian = np.zeros((size, size))
-    hessian[: blocks * n, : blocks * n] = summed.transpose(0, 2, 1, 3).reshape(blocks * n, blocks * n)
+    hessian[:skill_size, :skill_size] = summed.transpose(0, 2, 1, 3).reshape(skill_size, skill_size)
+    if k:
+        # d = ... + z . (style coefficients of the cell): the style rows are the skill rows with the
+        # +1/-1 of models i and j replaced by the features.
+        style = slice(skill_size, skill_size + style_size)
+        z = problem.features
+        outer = np.stack([_cell_sums(problem, curvature * z[:, a]) for a in range(k)], axis=1)  # (cells,k,k)
+        hessian[style, style] = (
+            (pair_design.T @ outer.reshape(cells, k * k)).reshape(blocks, blocks, k, k).transpose(0, 2, 1, 3)
+        ).reshape(style_size, style_size)
+        cross = np.stack([_scatter_pairs(problem, curvature * z[:, a]) for a in range(k)], axis=2)  # (c,n,k)
+        mixed = (pair_design.T @ cross.reshape(cells, n * k)).reshape(blocks, blocks, n, k)
+        hessian[:skill_size, style] = mixed.transpose(0, 2, 1, 3).reshape(skill_size, style_size)
+        hessian[style, :skill_size] = hessian[:skill_size, style].T
     if problem.tie_model:
-        cross = _scatter_pairs(problem, -total * p_tie * (p_i - p_j) / 2)
-        hessian[: blocks * n, -1] = hessian[-1, : blocks * n] = (design.T @ cross).ravel()
+        tie_cross = -total * p_tie * (p_i - p_j) / 2
+        cross = _scatter_pairs(problem, tie_cross)
+        hessian[:skill_size, -1] = hessian[-1, :skill_size] = (design.T @ cross).ravel()
+        if k:
+            style_tie = (design.T @ _cell_sums(problem, tie_cross)).ravel()
+            hessian[skill_size : skill_size + style_size, -1] = hessian[
+                -1, skill_size : skill_size + style_size
+            ] = style_tie
         hessian[-1, -1] = float(np.sum(total * p_tie * (1 - p_tie)))
     _add_prior_hessian(hessian, problem)
     return hessian
@@ -417,6 +576,12 @@ def _add_prior_hessian(hessian: np.ndarray, problem: _Problem) -> None:
     if problem.with_groups:
         diagonal = np.arange(n, n * (1 + problem.n_groups))
         hessian[diagonal, diagonal] += np.repeat(problem.group_precision, n)
+    k = problem.n_features
+    if k:
+        precision = np.r_[problem.theta_precision, problem.group_precision][: problem.blocks]
+        precision = precision / problem.style_scale**2
+        diagonal = np.arange(problem.style_start, problem.style_start + problem.blocks * k)
+        hessian[diagonal, diagonal] += np.repeat(precision, k)
 
 
 # --- Fitting -------------------------------------------------------------------------------------
@@ -433,6 +598,7 @@ def fit_btd(
     tie_model: bool = True,
     method: str = "trust-ncg",
     tau_grid: Sequence[float] = DEFAULT_TAU_GRID,
+    start: Fit | None = None,
 ) -> Fit:
     """MAP fit of the Bradley-Terry-Davidson model with group offsets, plus its Laplace covariance.
 
@@ -440,7 +606,12 @@ def fit_btd(
     the highest Laplace marginal likelihood, refitting from the previous mode). ``with_groups=False``
     drops the offsets (and merges cells); ``tie_model=False`` counts each tie as half a win for each
     side with nu = 0, and with ``theta_prior_sd=None`` that is plain Bradley-Terry maximum likelihood.
-    ``method`` is "trust-ncg" (Newton with the analytic Hessian) or "L-BFGS-B" (gradient only).
+    ``method`` is "trust-ncg" (Newton with the analytic Hessian, conjugate-gradient steps),
+    "trust-exact" (the same with exact Cholesky steps) or "L-BFGS-B" (gradient only).
+
+    ``start``: a fit of the same models and groups to start from, e.g. the fit without style features
+    when fitting with them (its skills and log nu; style coefficients start at 0). It changes only where
+    the solver starts, so the mode is the same up to the solver's tolerance.
     """
     if isinstance(group_prior_sd, str):
         if group_prior_sd != "estimate":
@@ -467,7 +638,22 @@ def fit_btd(
         theta_prior_sd=theta_prior_sd,
         tau=tau,
     )
-    return _fit_problem(problem, method=method, start=None, theta_prior_sd=theta_prior_sd)
+    return _fit_problem(
+        problem, method=method, start=_start_from(problem, start), theta_prior_sd=theta_prior_sd
+    )
+
+
+def _start_from(problem: _Problem, fit: Fit | None) -> np.ndarray | None:
+    if fit is None:
+        return None
+    if fit.n_models != problem.n_models or fit.n_groups != problem.n_groups:
+        raise ValueError("start must be a fit of the same models and groups")
+    x = _start(problem)
+    skills = problem.style_start
+    x[:skills] = _pack(fit.theta, fit.offsets, 0.0, with_groups=problem.with_groups, tie_model=False)
+    if problem.tie_model and fit.tie_model:
+        x[-1] = fit.log_nu
+    return x  # style coefficients 0 in either units
 
 
 def _fit_estimating_tau(counts: Counts, *, tau_grid: Sequence[float], **kwargs) -> Fit:
@@ -491,7 +677,7 @@ def _fit_estimating_tau(counts: Counts, *, tau_grid: Sequence[float], **kwargs) 
         fit = _fit_problem(
             problem, method=kwargs["method"], start=start, theta_prior_sd=kwargs["theta_prior_sd"]
         )
-        start = fit.packed()
+        start = _style_units(problem, fit.packed(), problem.style_scale)
         search[float(tau)] = fit.log_marginal
         if best is None or fit.log_marginal > best.log_marginal:
             best = fit
@@ -502,7 +688,7 @@ def _fit_estimating_tau(counts: Counts, *, tau_grid: Sequence[float], **kwargs) 
 
 def _start(problem: _Problem) -> np.ndarray:
     """Zeros, and nu matching the tie share of equal models: P(tie) = nu / (2 + nu)."""
-    size = problem.n_models * (1 + problem.n_groups * problem.with_groups) + problem.tie_model
+    size = (problem.n_models + problem.n_features) * problem.blocks + problem.tie_model
     x = np.zeros(size)
     if problem.tie_model:
         share = (problem.ties.sum() + 0.5) / (problem.total.sum() + 1.0)
@@ -536,6 +722,15 @@ def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.Optimi
             method="trust-ncg",
             options={"gtol": GTOL, "maxiter": 200},
         )
+    if method == "trust-exact":
+        return optimize.minimize(
+            objective,
+            x0,
+            jac=True,
+            hess=lambda x: scale * _hessian(x, problem),
+            method="trust-exact",
+            options={"gtol": GTOL, "maxiter": 200},
+        )
     if method == "L-BFGS-B":
         return optimize.minimize(
             objective,
@@ -544,7 +739,7 @@ def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.Optimi
             method="L-BFGS-B",
             options={"gtol": GTOL, "ftol": 1e-15, "maxiter": 20_000, "maxcor": 30},
         )
-    raise ValueError('method must be "trust-ncg" or "L-BFGS-B"')
+    raise ValueError('method must be "trust-ncg", "trust-exact" or "L-BFGS-B"')
 
 
 def _fit_problem(
@@ -557,7 +752,11 @@ def _fit_problem(
     factor = linalg.cho_factor(hessian, lower=True)
     covariance = linalg.cho_solve(factor, np.eye(len(x)))
     theta, offsets, log_nu = problem.unpack(x)
-    grad_norm = float(np.linalg.norm(grad))
+    # Back to natural units: coefficients b = b' / scale, so their covariance rows and columns too.
+    style = problem.style_table(x) / problem.style_scale
+    units = _style_units(problem, np.ones(len(x)), 1.0 / problem.style_scale)
+    covariance = covariance * units[:, None] * units[None, :]
+    grad_norm = float(np.linalg.norm(_style_units(problem, grad, problem.style_scale)))
     return Fit(
         theta=theta.copy(),
         offsets=offsets.copy(),
@@ -575,6 +774,8 @@ def _fit_problem(
         grad_norm=grad_norm,
         neg_log_posterior=value,
         log_marginal=_log_marginal(problem, value, np.diag(factor[0])),
+        style=style[0].copy(),
+        style_offsets=style[1:].T.copy() if problem.with_groups else None,
     )
 
 
@@ -593,8 +794,10 @@ def _log_marginal(problem: _Problem, neg_log_posterior: float, cholesky_diagonal
     constants) + (P/2) log 2 pi - (1/2) log det H. Terms that do not depend on tau are dropped."""
     value = -neg_log_posterior - float(np.sum(np.log(cholesky_diagonal)))
     if problem.with_groups:
-        value -= 0.5 * problem.n_models * float(np.sum(np.log(2 * math.pi / problem.group_precision)))
-        value += 0.5 * problem.n_models * problem.n_groups * math.log(2 * math.pi)
+        # Each group's tau governs its n_models skill offsets and its K style offsets.
+        per_group = problem.n_models + problem.n_features
+        value -= 0.5 * per_group * float(np.sum(np.log(2 * math.pi / problem.group_precision)))
+        value += 0.5 * per_group * problem.n_groups * math.log(2 * math.pi)
     return value
 
 

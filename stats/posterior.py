@@ -181,12 +181,18 @@ def fit_restored(
     covariance: np.ndarray,
     tie_model: bool = True,
     with_groups: bool = True,
+    style: np.ndarray | None = None,
+    style_offsets: np.ndarray | None = None,
 ) -> Fit:
     """A Fit rebuilt from a stored posterior (mode and covariance), for ``skills_for`` and
-    ``score_draws``. The solver's diagnostics are not stored: they read as not available."""
+    ``score_draws``; ``style`` / ``style_offsets`` for a style-controlled fit. The solver's diagnostics
+    are not stored: they read as not available."""
     theta = np.asarray(theta, dtype=float)
     offsets = np.asarray(offsets, dtype=float).reshape(len(theta), -1)
-    size = len(theta) * (1 + offsets.shape[1] * with_groups) + tie_model
+    style = np.zeros(0) if style is None else np.asarray(style, dtype=float).reshape(-1)
+    if style_offsets is not None:
+        style_offsets = np.asarray(style_offsets, dtype=float).reshape(len(style), offsets.shape[1])
+    size = (len(theta) + len(style)) * (1 + offsets.shape[1] * with_groups) + tie_model
     if np.shape(covariance) != (size, size):
         raise ValueError(f"covariance must be {size} x {size} for these parameters")
     return Fit(
@@ -204,4 +210,6 @@ def fit_restored(
         grad_norm=math.nan,
         neg_log_posterior=math.nan,
         log_marginal=math.nan,
+        style=style,
+        style_offsets=style_offsets,
     )

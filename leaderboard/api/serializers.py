@@ -5,7 +5,7 @@ primary key leaves the API."""
 from django.urls import reverse
 from rest_framework import serializers
 
-from leaderboard.boards import LEADER, NO_CLEAR_LEADER
+from leaderboard.boards import LEADER, NO_CLEAR_LEADER, style_coefficients
 from leaderboard.personal import MAX_WEIGHT
 
 SLUG_HELP = "A slug (letters, digits, '-' and '_')."
@@ -89,9 +89,37 @@ class SnapshotSerializer(serializers.Serializer):
         help_text="Davidson's tie parameter (nu) fitted on this dimension."
     )
     pooled_method = serializers.SerializerMethodField(help_text="How the pooled board was weighted.")
+    style = serializers.SerializerMethodField(
+        help_text="The style-controlled fit's coefficients: per feature (length, headers, list_items, bold, "
+        "code_blocks; cut_off once replies record truncation), the change in log-odds of winning per "
+        "typical difference between the two replies, with its 95% interval, for everyone and for each "
+        "publishable group (with the group's offset from everyone and whether its interval excludes 0). "
+        "Empty when the fit had no style variation."
+    )
 
     def get_pooled_method(self, snapshot) -> str:
         return str(snapshot.settings.get("pooled", ""))
+
+    def get_style(self, snapshot) -> list[dict]:
+        def interval(effect) -> dict:
+            return {"estimate": effect.estimate, "low": effect.low, "high": effect.high}
+
+        return [
+            {
+                "feature": c.feature,
+                **interval(c.effect),
+                "groups": [
+                    {
+                        "group": g.group.slug,
+                        **interval(g.effect),
+                        "offset": interval(g.offset),
+                        "differs": g.differs,
+                    }
+                    for g in c.groups
+                ],
+            }
+            for c in style_coefficients(snapshot=snapshot)
+        ]
 
 
 class SnapshotListSerializer(SnapshotSerializer):
@@ -135,6 +163,10 @@ class BoardSerializer(serializers.Serializer):
     dimension = DimensionSerializer()
     group = GroupSerializer(allow_null=True, help_text="null: the pooled board of everyone.")
     fitted_at = serializers.DateTimeField(allow_null=True, help_text="When the fit shown was published.")
+    style_controlled = serializers.BooleanField(
+        help_text="True: the style-controlled view (scores with reply length and formatting held equal); "
+        "models have no scores there when the fit had no style variation."
+    )
     snapshot = SnapshotSerializer(allow_null=True)
     suppressed = serializers.BooleanField()
     notice = serializers.SerializerMethodField()
@@ -318,6 +350,12 @@ class BoardQuery(TournamentQuery):
     dimension = serializers.SlugField(required=False, help_text="Dimension slug; default: overall.")
     group = serializers.SlugField(required=False, help_text="Group slug; default: the pooled board.")
     as_of = serializers.DateTimeField(required=False, help_text=AS_OF_HELP)
+    style = serializers.ChoiceField(
+        choices=["default", "controlled"],
+        required=False,
+        help_text="controlled: the style-controlled board (scores with reply length and formatting held "
+        "equal); default: the board as voted. Not with profile.",
+    )
     profile = serializers.RegexField(
         r"^[-a-zA-Z0-9_]+(,[-a-zA-Z0-9_]+)*$",
         required=False,
@@ -344,7 +382,7 @@ class BoardQuery(TournamentQuery):
         if "weights" in data and "profile" not in data:
             raise serializers.ValidationError({"weights": ["Weights go with a profile."]})
         if "profile" in data:
-            clashes = [name for name in ("group", "as_of") if name in data]
+            clashes = [name for name in ("group", "as_of", "style") if name in data]
             if "weights" in data and "dimension" in data:
                 clashes.append("dimension")
             if clashes:

@@ -258,7 +258,13 @@ def _board_data(request):
         return _profile_board_data(query)
     _, dimension, group = _board_named(query)
     snapshot = _snapshot(dimension, query.get("as_of"))
-    data = s.BoardSerializer(board_get(dimension=dimension, group=group, snapshot=snapshot)).data
+    board = board_get(
+        dimension=dimension,
+        group=group,
+        snapshot=snapshot,
+        style_controlled=query.get("style") == "controlled",
+    )
+    data = s.BoardSerializer(board).data
     # Before the first fit a board counts live votes, which bump no version: not stored then.
     return data if snapshot else Uncacheable(data)
 

@@ -9,7 +9,7 @@ register = template.Library()
 
 
 @register.simple_tag
-def board_url(tournament, dimension=None, group=None) -> str:
+def board_url(tournament, dimension=None, group=None, style_controlled=False) -> str:
     """The plain link to a board. Built from the objects, never from the request's query string, so a
     cached page carries nothing a visitor typed."""
     query = {"tournament": tournament.slug}
@@ -17,6 +17,8 @@ def board_url(tournament, dimension=None, group=None) -> str:
         query["dimension"] = dimension.slug
     if group:
         query["group"] = group.slug
+    if style_controlled:
+        query["style"] = "controlled"
     return f"{reverse('leaderboard:board')}?{urlencode(query)}"
 
 
@@ -29,6 +31,14 @@ def model_url(slug: str, tournament=None, dimension=None) -> str:
         query["dimension"] = dimension.slug
     url = reverse("leaderboard:model", args=[slug])
     return f"{url}?{urlencode(query)}" if query else url
+
+
+@register.filter
+def style_feature(value: str) -> str:
+    """A style feature's display name ("list_items" -> "List items")."""
+    from leaderboard.selectors import STYLE_FEATURE_NAMES
+
+    return STYLE_FEATURE_NAMES.get(value, value)
 
 
 @register.filter

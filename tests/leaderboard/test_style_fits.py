@@ -1,0 +1,111 @@
+"""Publishing style-controlled boards: per-battle style stored once, coefficients on the snapshot."""
+
+import itertools
+import random
+
+import pytest
+
+from leaderboard.models import BattleStyle, FitScore, FitSnapshot
+from leaderboard.services import battle_styles_ensure, fits_publish
+from tests.conftest import admitted_rater
+from tests.leaderboard.test_fits import AGES, ETHNICITIES, POLITICS, cast
+from tournaments.models import Reply, Turn
+
+pytestmark = pytest.mark.django_db
+
+LONG = "# Overview\n\n" + "\n".join(f"- **point {k}** with a longer explanation" for k in range(8))
+SHORT = "A short plain answer."
+
+
+def chat(vote, texts: dict[str, str], turns: int = 1) -> None:
+    for index in range(turns):
+        turn = Turn.objects.create(battle=vote.battle, index=index, message="Question?")
+        for side, text in texts.items():
+            Reply.objects.create(turn=turn, side=side, state=Reply.State.DONE, content=text)
+
+
+@pytest.fixture
+def styled_sample(study, groups, tournament):
+    """Model 0 always writes long formatted replies and the others short plain ones; raters pick the
+    longer reply most of the time, so the raw board favours model 0 for its style."""
+    rng = random.Random(3)
+    models = list(tournament.llm_models.order_by("pk"))
+    for age, ethnicity, politics in itertools.product(AGES, ETHNICITIES, POLITICS):
+        rater = admitted_rater(study, answers={"age": age, "ethnicity": ethnicity, "politics": politics})
+        for _ in range(5):
+            a, b = rng.sample(models, 2)
+            texts = {
+                "a": LONG if a == models[0] else SHORT * rng.randint(1, 3),
+                "b": LONG if b == models[0] else SHORT * rng.randint(1, 3),
+            }
+            longer = "a" if len(texts["a"]) > len(texts["b"]) else "b"
+            winner = longer if rng.random() < 0.75 else ("b" if longer == "a" else "a")
+            chat(cast(rater, a, b, {"overall": winner}), texts)
+    return models
+
+
+def test_it_publishes_style_controlled_boards_beside_the_default_ones(styled_sample, tournament):
+    fits_publish(tournament_id=tournament.pk)
+    overall = FitSnapshot.objects.get(dimension__slug="overall")
+    default = FitScore.objects.filter(snapshot=overall, group=None, style_controlled=False)
+    controlled = FitScore.objects.filter(snapshot=overall, group=None, style_controlled=True)
+    assert default.count() == controlled.count() == len(styled_sample)
+    assert FitScore.objects.filter(snapshot=overall, style_controlled=True, group__isnull=False).exists()
+    favourite = styled_sample[0]
+    # Holding style equal takes away what model 0 gained from its formatting.
+    assert controlled.get(model=favourite).score < default.get(model=favourite).score
+    for score in controlled:
+        assert score.score_low <= score.score <= score.score_high
+    assert sum(s.p_best for s in controlled) == pytest.approx(1.0)
+
+
+def test_it_stores_the_style_coefficients_with_intervals_and_per_group(styled_sample, tournament):
+    fits_publish(tournament_id=tournament.pk)
+    style = FitSnapshot.objects.get(dimension__slug="overall").style
+    assert "length" in style["features"]
+    assert "cut_off" not in style["features"]  # no reply was cut off: a feature that never varies is left out
+    length = next(c for c in style["coefficients"] if c["feature"] == "length")
+    assert length["low"] <= length["estimate"] <= length["high"]
+    assert length["low"] > 0  # raters preferred the longer reply
+    assert len(length["groups"]) == 3 + 4 + 3
+    for group in length["groups"]:
+        assert group["low"] <= group["estimate"] <= group["high"]
+        assert group["offset"]["low"] <= group["offset"]["estimate"] <= group["offset"]["high"]
+
+
+def test_it_derives_each_battles_style_once(styled_sample, tournament):
+    fits_publish(tournament_id=tournament.pk)
+    stored = dict(BattleStyle.objects.values_list("battle_id", "created_at"))
+    assert len(stored) == 36 * 5
+    fits_publish(tournament_id=tournament.pk)
+    assert dict(BattleStyle.objects.values_list("battle_id", "created_at")) == stored
+
+
+def test_it_counts_every_turn_of_each_side(study, groups, tournament):
+    models = list(tournament.llm_models.order_by("pk"))
+    vote = cast(admitted_rater(study), models[0], models[1], {"overall": "a"})
+    chat(vote, {"a": LONG, "b": SHORT}, turns=3)
+    side_a, side_b = battle_styles_ensure(battle_ids=[vote.battle_id])[vote.battle_id]
+    assert side_a.length == 3 * len(LONG) and side_b.length == 3 * len(SHORT)
+    assert (side_a.headers, side_a.list_items, side_a.bold) == (3, 24, 24)
+    assert side_a.cut_off == 0
+
+
+def test_it_records_a_reply_cut_off_at_its_length_limit(study, groups, tournament):
+    models = list(tournament.llm_models.order_by("pk"))
+    vote = cast(admitted_rater(study), models[0], models[1], {"overall": "a"})
+    chat(vote, {"a": LONG, "b": SHORT}, turns=2)
+    Reply.objects.filter(turn__battle_id=vote.battle_id, side="a", turn__index=1).update(cut_off=True)
+    side_a, side_b = battle_styles_ensure(battle_ids=[vote.battle_id])[vote.battle_id]
+    assert (side_a.cut_off, side_b.cut_off) == (1, 0)
+
+
+def test_it_publishes_no_style_boards_when_no_reply_differs_in_style(study, groups, tournament):
+    models = list(tournament.llm_models.order_by("pk"))
+    rater = admitted_rater(study)
+    for _ in range(4):
+        cast(rater, models[0], models[1], {"overall": "a"})  # no replies stored: every feature is 0
+    fits_publish(tournament_id=tournament.pk)
+    overall = FitSnapshot.objects.get(dimension__slug="overall")
+    assert overall.style == {}
+    assert not FitScore.objects.filter(snapshot=overall, style_controlled=True).exists()

@@ -5,10 +5,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.bulk import pg_copy
 from leaderboard import btd, poststrat
 from leaderboard.boards import board_cache_bump
 from leaderboard.live_trueskill import rate_outcome
@@ -157,7 +158,7 @@ def ratings_replay(*, tournament_id: int) -> int:
     counted_flags = []
     for vote_id, model_a, model_b, rater_id, flagged_reason, rater_status in votes:
         counted = vote_is_counted(flagged_reason=flagged_reason, rater_status=rater_status)
-        counted_flags.append(AppliedVote(vote_id=vote_id, counted=counted))
+        counted_flags.append((vote_id, counted))
         if not counted:
             continue
         for dimension_id, outcome, draw_probability in choices[vote_id]:
@@ -174,8 +175,23 @@ def ratings_replay(*, tournament_id: int) -> int:
         Rating.objects.filter(dimension__tournament=tournament).delete()
         AppliedVote.objects.filter(vote__battle__tournament=tournament).delete()
         Rating.objects.bulk_create(state.values(), batch_size=2000)
-        AppliedVote.objects.bulk_create(counted_flags, batch_size=2000)
+        _applied_votes_write(counted_flags)
     return len(votes)
+
+
+def _applied_votes_write(applied: list[tuple[int, bool]]) -> None:
+    """One applied-vote row per replayed vote: a COPY on PostgreSQL (an import replays millions)."""
+    if connection.vendor != "postgresql":
+        AppliedVote.objects.bulk_create(
+            (AppliedVote(vote_id=vote_id, counted=counted) for vote_id, counted in applied), batch_size=2000
+        )
+        return
+    now = timezone.now().isoformat()
+    pg_copy(
+        model=AppliedVote,
+        columns=["vote_id", "counted", "applied_at"],
+        lines=[f"{vote_id}\t{'t' if counted else 'f'}\t{now}\n" for vote_id, counted in applied],
+    )
 
 
 def _replay_rating(state: dict, tournament: Tournament, dimension_id: int, group_id, model_id: int) -> Rating:

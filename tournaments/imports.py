@@ -46,12 +46,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
 from config.bulk import pg_copy, pg_ids_allocate
-from config.errors import Conflict
+from config.errors import Conflict, InvalidInput, NotFound
 from leaderboard.services import ratings_replay
 from raters.models import Rater, Study
 from raters.panel import keyed_hash
@@ -108,6 +109,24 @@ def import_study_slug(tournament: Tournament) -> str:
 
 def battle_import_id(*, tournament: Tournament, row: ArenaBattle) -> uuid.UUID:
     return uuid.uuid5(IMPORT_NAMESPACE, f"{tournament.slug}|{row.content_key}")
+
+
+def tournament_for_import(*, slug: str, name: str | None = None, create: bool = False) -> Tournament:
+    """The tournament to import into; with `create`, made first if no tournament has the slug (a second
+    run of the same command finds it and imports into it again, which changes nothing)."""
+    existing = Tournament.objects.filter(slug=slug).first()
+    if existing is not None:
+        return existing
+    if not create:
+        raise NotFound(f"No tournament has the slug {slug!r}; pass --create (and --name) to make it.")
+    tournament = Tournament(slug=slug, name=(name or slug)[:120])
+    try:
+        tournament.full_clean()
+    except ValidationError as error:
+        raise InvalidInput(f"Cannot create tournament {slug!r}: {'; '.join(error.messages)}") from None
+    tournament.save()
+    tournament_add_default_dimensions(tournament=tournament)
+    return tournament
 
 
 def tournament_import_check(*, tournament: Tournament) -> None:

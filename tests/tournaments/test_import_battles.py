@@ -406,3 +406,27 @@ def test_it_does_not_rebuild_the_live_ratings_when_a_re_import_brings_nothing_ne
     applied = list(AppliedVote.objects.order_by("vote_id").values_list("pk", "applied_at"))
     run(path)
     assert list(AppliedVote.objects.order_by("vote_id").values_list("pk", "applied_at")) == applied
+
+
+def test_it_creates_the_tournament_with_default_dimensions_when_asked(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "b.jsonl", BATTLES)
+    call_command("import_battles", path, "--tournament", "arena-2023", "--create", "--name", "Arena 2023")
+    tournament = Tournament.objects.get(slug="arena-2023")
+    assert tournament.name == "Arena 2023"
+    assert "overall" in set(tournament.dimensions.values_list("slug", flat=True))
+    assert tournament.dimensions.count() == 5
+    assert outcomes(tournament) == EXPECTED
+    call_command("import_battles", path, "--tournament", "arena-2023", "--create", "--name", "Arena 2023")
+    assert Tournament.objects.filter(slug="arena-2023").count() == 1
+    assert Battle.objects.count() == 3
+
+
+def test_it_refuses_an_unknown_tournament_without_create_and_a_bad_slug_with_it(tmp_path):
+    path = write_jsonl(tmp_path / "b.jsonl", BATTLES)
+    with pytest.raises(CommandError, match="--create"):
+        call_command("import_battles", path, "--tournament", "nowhere")
+    with pytest.raises(CommandError, match="Cannot create tournament"):
+        call_command("import_battles", path, "--tournament", "not a slug!", "--create")
+    with pytest.raises(CommandError, match="--name names a tournament made by --create"):
+        call_command("import_battles", path, "--tournament", "nowhere", "--name", "Nowhere")
+    assert not Tournament.objects.exists()

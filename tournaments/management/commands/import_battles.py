@@ -2,7 +2,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.errors import ApplicationError
 from tournaments.arena_format import BattleLog, UnreadableLog
-from tournaments.imports import DEFAULT_BATCH_SIZE, ImportReport, battles_import, import_study_slug
+from tournaments.imports import (
+    DEFAULT_BATCH_SIZE,
+    ImportReport,
+    battles_import,
+    import_study_slug,
+    tournament_for_import,
+)
 from tournaments.models import Tournament
 
 BAR_WIDTH = 24
@@ -20,6 +26,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="The log: .json (array), .jsonl (one object a line) or .csv.")
         parser.add_argument("--tournament", required=True, help="Slug of the tournament to import into.")
+        parser.add_argument(
+            "--create",
+            action="store_true",
+            help="Make the tournament (with the default dimensions) if no tournament has that slug.",
+        )
+        parser.add_argument("--name", help="With --create: the new tournament's name (default: the slug).")
         parser.add_argument(
             "--format",
             choices=["arena", "csv"],
@@ -45,17 +57,27 @@ class Command(BaseCommand):
             "voting. Skipped by default: Populus votes are blind.",
         )
 
-    def handle(self, *args, file, tournament, format, batch_size, progress_every, include_named, **options):
+    def handle(self, *args, file, tournament, create, name, format, batch_size, progress_every, **options):
+        include_named = options["include_named"]
         if batch_size < 1 or progress_every < 1:
             raise CommandError("--batch-size and --progress-every must be at least 1.")
+        if name and not create:
+            raise CommandError("--name names a tournament made by --create.")
         try:
-            target = Tournament.objects.get(slug=tournament)
-        except Tournament.DoesNotExist:
-            raise CommandError(f"No tournament has the slug {tournament!r}; create it first.") from None
-        try:
+            # An unknown tournament is reported before the log is read; one to create is made only once
+            # the log opens, so a mistyped path leaves no empty tournament behind.
+            target = None if create else tournament_for_import(slug=tournament)
             log = BattleLog.open(file, format)
-        except UnreadableLog as error:
-            raise CommandError(str(error)) from None
+        except (ApplicationError, UnreadableLog) as error:
+            raise CommandError(getattr(error, "message", str(error))) from None
+        if target is None:
+            try:
+                target = tournament_for_import(slug=tournament, name=name, create=True)
+            except ApplicationError as error:
+                log.close()
+                raise CommandError(error.message) from None
+        if create and target.name != (name or target.slug):
+            self.stderr.write(f"Tournament {target.slug!r} exists ({target.name!r}): importing into it.")
         progress = _Progress(self.stderr, log, every=progress_every)
         with log:
             try:

@@ -35,6 +35,7 @@ from config.errors import InvalidInput
 from leaderboard.models import FitScore, FitSnapshot
 from raters.models import Group, Rater
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
+from tournaments.selectors import tournament_is_imported
 
 # Versioned entries are never overwritten, only abandoned by a bump; they expire on their own.
 CACHE_SECONDS = 24 * 3600
@@ -44,6 +45,8 @@ class Status:
     ACTIVE = "active"
     PROVISIONAL = "provisional"
     WITHDRAWN = "withdrawn"
+    # Known only from an imported battle log: never rated live here, so never "withdrawn" either.
+    IMPORTED = "imported"
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class BoardEntry:
     slug: str
     name: str
     maker: str
-    status: str  # Status.ACTIVE | PROVISIONAL (too few battles on this board) | WITHDRAWN
+    status: str  # Status.ACTIVE | PROVISIONAL (too few battles on this board) | WITHDRAWN | IMPORTED
     rank: int | None  # shared rank from the snapshot; None if the model is not in the snapshot yet
     rank_low: int | None
     rank_high: int | None
@@ -78,7 +81,11 @@ class Board:
     # is None and entries == [].
     suppressed: bool
     raters: int | None  # distinct raters with counted votes on this board
-    entries: list[BoardEntry]  # every model that entered the tournament, ranked first, then unranked
+    entries: list[BoardEntry]
+    # An imported battle log (`tournaments.selectors.tournament_is_imported`): its "raters" are the log's
+    # judge ids, or one per question id, or a single one when it has neither, so their number says
+    # nothing about how many people voted; the pooled board is published whatever it is.
+    imported: bool = False  # every model that entered the tournament, ranked first, then unranked
 
     @property
     def battles(self) -> int:
@@ -114,10 +121,18 @@ class RaterCounts:
     pooled: int
     by_group: dict[int, int]
     publishable: frozenset[int]
+    imported: bool = False  # an imported log's: see Board.imported
 
     def published(self, group: Group | None) -> bool:
-        """Whether the board of this group (None: the pooled board) may show figures."""
-        return self.pooled >= min_group_raters() if group is None else group.pk in self.publishable
+        """Whether the board of this group (None: the pooled board) may show figures.
+
+        The small-group rule protects the people in Populus's panels and their demographic groups. An
+        imported log's raters are no one's panel members and have no groups (group boards stay empty and
+        withheld), and its votes are already public in the log, so its pooled board is published with any
+        number of raters."""
+        if group is None:
+            return self.pooled >= min_group_raters() or (self.imported and self.pooled > 0)
+        return group.pk in self.publishable
 
 
 # --- Reading boards ---------------------------------------------------------------------------------
@@ -144,9 +159,10 @@ def board_get(
         "fitted_at": snapshot.created_at if snapshot else None,
     }
     if suppressed:
-        return Board(**common, suppressed=True, raters=None, entries=[])
+        return Board(**common, suppressed=True, raters=None, entries=[], imported=counts.imported)
     return Board(
         **common,
+        imported=counts.imported,
         suppressed=False,
         raters=raters,
         entries=_entries(tournament, dimension, group, snapshot, cutoff),
@@ -233,7 +249,10 @@ def tournament_entrants(*, tournament: Tournament) -> list[LLMModel]:
 
 def model_status(*, model: LLMModel, current_ids: set[int], battles: int) -> str:
     """Withdrawn: no longer in the tournament, or switched off. Provisional: too few battles on the
-    board for its score to mean much yet."""
+    board for its score to mean much yet. Imported: a model known only from an imported log (it is
+    inactive because nothing can be sent to it, not because it left)."""
+    if model.is_imported:
+        return Status.PROVISIONAL if battles < settings.POPULUS_PROVISIONAL_BATTLES else Status.IMPORTED
     if model.pk not in current_ids or not model.is_active or model.disabled_reason:
         return Status.WITHDRAWN
     if battles < settings.POPULUS_PROVISIONAL_BATTLES:
@@ -354,7 +373,12 @@ def _rater_counts(tournament, dimension, up_to_vote_id) -> RaterCounts:
     publishable = publishable_groups(
         counts=by_group, pooled=pooled, axes=list(axes.values()), threshold=min_group_raters()
     )
-    return RaterCounts(pooled=pooled, by_group=by_group, publishable=frozenset(publishable))
+    return RaterCounts(
+        pooled=pooled,
+        by_group=by_group,
+        publishable=frozenset(publishable),
+        imported=tournament_is_imported(tournament=tournament),
+    )
 
 
 def publishable_groups(

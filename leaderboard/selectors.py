@@ -202,7 +202,7 @@ def interval_chart(board: Board) -> SafeString | None:
             estimate=e.score,
             low=e.score_low,
             high=e.score_high,
-            muted=e.status != Status.ACTIVE,
+            muted=e.status not in (Status.ACTIVE, Status.IMPORTED),
         )
         for e in board.entries
     ]

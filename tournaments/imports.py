@@ -10,6 +10,8 @@ imported data is shaped:
 - **One verdict, on "overall" only.** Arena logs carry one verdict per battle, so each imported vote has
   a single choice, on the "overall" dimension; the other dimensions get no imported votes and their
   boards stay empty. A tournament without dimensions gets the defaults first.
+- **Imported tournaments publish their pooled board** whatever the number of distinct raters (see
+  `tournaments.selectors.tournament_is_imported` and `leaderboard.boards`).
 - **Models** are matched by name: a model of the tournament with that name, else a placeholder made by an
   earlier import (same API model name on the imported base URL). Unknown models become such placeholders:
   endpoint models on ``https://imported.invalid/v1``, inactive, so they are never matched into a live
@@ -38,7 +40,6 @@ Rows are written in batches, each in one transaction that locks the tournament r
 one tournament take turns. After the last batch the new votes are applied to the live ratings.
 """
 
-import hashlib
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -57,12 +58,12 @@ from leaderboard.services import ratings_replay
 from raters.models import Rater, Study
 from raters.panel import keyed_hash
 from tournaments.arena_format import WINNERS, ArenaBattle, BadRow, UnreadableLog
-from tournaments.models import Battle, Dimension, LLMModel, Tournament, Vote, VoteChoice
+from tournaments.models import IMPORTED_BASE_URL, Battle, Dimension, LLMModel, Tournament, Vote, VoteChoice
+from tournaments.selectors import import_study_slug
 from tournaments.services import tournament_add_default_dimensions
 
 # Fixed forever: imported battles' public ids derive from it, which is what makes re-imports idempotent.
 IMPORT_NAMESPACE = uuid.UUID("2f6f4bb4-6a5e-5d8e-9b7e-8a3c1f0d2e41")
-IMPORTED_BASE_URL = "https://imported.invalid/v1"
 OVERALL_DIMENSION = "overall"
 DEFAULT_BATCH_SIZE = 10_000
 MAX_BAD_ROWS_KEPT = 50
@@ -96,15 +97,6 @@ class ImportReport:
     @property
     def rows_per_second(self) -> float:
         return self.rows_read / max(time.monotonic() - self.started, 1e-6)
-
-
-def import_study_slug(tournament: Tournament) -> str:
-    slug = f"import-{tournament.slug}"
-    max_length = Study._meta.get_field("slug").max_length
-    if len(slug) <= max_length:
-        return slug
-    digest = hashlib.sha256(tournament.slug.encode()).hexdigest()[:8]
-    return f"{slug[: max_length - 9]}-{digest}"
 
 
 def battle_import_id(*, tournament: Tournament, row: ArenaBattle) -> uuid.UUID:

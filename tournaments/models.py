@@ -9,6 +9,9 @@ from django.utils import timezone
 from leaderboard.trueskill_kernel import TrueSkillParams
 from raters.models import Rater
 
+# Where models named only in an imported battle log "live": no such host, so nothing is ever sent there.
+IMPORTED_BASE_URL = "https://imported.invalid/v1"
+
 
 class LLMModelQuerySet(models.QuerySet):
     def available(self):
@@ -94,6 +97,11 @@ class LLMModel(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def is_imported(self) -> bool:
+        """A placeholder for a model known only from an imported battle log (`tournaments.imports`)."""
+        return self.base_url == IMPORTED_BASE_URL
 
 
 class Tournament(models.Model):

@@ -102,9 +102,10 @@ class BoardEntrySerializer(serializers.Serializer):
     name = serializers.CharField()
     maker = serializers.CharField()
     status = serializers.ChoiceField(
-        choices=["active", "provisional", "withdrawn"],
+        choices=["active", "provisional", "withdrawn", "imported"],
         help_text="provisional: too few battles on this board for the score to mean much yet; withdrawn: "
-        "no longer in the tournament (its score stays published).",
+        "no longer in the tournament (its score stays published); imported: known only from an imported "
+        "battle log.",
     )
     rank = serializers.IntegerField(
         allow_null=True, help_text="Shared rank: one plus the models whose interval lies wholly above."
@@ -136,12 +137,20 @@ class BoardSerializer(serializers.Serializer):
     fitted_at = serializers.DateTimeField(allow_null=True, help_text="When the fit shown was published.")
     snapshot = SnapshotSerializer(allow_null=True)
     suppressed = serializers.BooleanField()
+    imported = serializers.BooleanField(
+        help_text="An imported battle log: its raters are unknown (judge ids of the log, or one anonymous "
+        "rater), so the pooled board is published whatever their number; there are no group boards."
+    )
     notice = serializers.SerializerMethodField()
     raters = serializers.IntegerField(allow_null=True, help_text="Distinct raters with counted votes.")
     entries = BoardEntrySerializer(many=True, help_text="Every model that entered: ranked, then unranked.")
 
     def get_notice(self, board) -> str | None:
-        return "Not enough raters yet." if board.suppressed else None
+        if board.suppressed:
+            return "Not enough raters yet."
+        if board.imported:
+            return "An imported battle log: who voted is unknown."
+        return None
 
 
 class StandingSerializer(serializers.Serializer):

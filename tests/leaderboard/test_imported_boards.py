@@ -1,0 +1,80 @@
+"""Imported battle logs publish their pooled board (their raters are no panel's people and have no groups),
+and their models are "imported", while every board of panel data keeps the small-group rule."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.test import override_settings
+
+from leaderboard.boards import Status, board_get
+from leaderboard.services import fits_publish
+from raters.models import Study
+from tests.leaderboard.board_data import raters_in, votes_cast
+from tournaments.models import Tournament
+from tournaments.selectors import tournament_is_imported
+
+pytestmark = pytest.mark.django_db
+
+# No judge ids and no question ids: the whole log is one anonymous rater.
+ROWS = [
+    {"model_a": a, "model_b": b, "winner": w, "tstamp": 1700000000.0 + index}
+    for index, (a, b, w) in enumerate(
+        [("gpt-4", "claude-2", "model_a"), ("claude-2", "llama-2", "tie"), ("gpt-4", "llama-2", "model_a")]
+        * 4
+    )
+]
+
+
+@pytest.fixture
+def imported(tmp_path) -> Tournament:
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    call_command("import_battles", str(path), "--tournament", "arena", "--create", "--name", "Arena")
+    tournament = Tournament.objects.get(slug="arena")
+    fits_publish(tournament_id=tournament.pk)
+    return tournament
+
+
+def overall(tournament):
+    return tournament.dimensions.get(slug="overall")
+
+
+@override_settings(POPULUS_PROVISIONAL_BATTLES=5)
+def test_it_publishes_the_pooled_board_of_a_log_without_judge_ids_and_marks_its_models_imported(imported):
+    board = board_get(dimension=overall(imported))
+    assert board.imported and not board.suppressed and board.raters == 1
+    assert board.entries[0].name == "gpt-4"
+    assert {e.status for e in board.entries} == {Status.IMPORTED}
+
+
+@override_settings(POPULUS_PROVISIONAL_BATTLES=100)
+def test_an_imported_model_with_few_battles_is_provisional_not_withdrawn(imported):
+    assert {e.status for e in board_get(dimension=overall(imported)).entries} == {Status.PROVISIONAL}
+
+
+def test_the_page_and_the_api_show_an_imported_board_with_its_note(imported, client):
+    page = client.get("/leaderboard/?tournament=arena&dimension=overall")
+    assert b'data-testid="imported-note"' in page.content
+    assert b'data-testid="suppressed"' not in page.content
+    assert b"gpt-4" in page.content
+    api = client.get("/api/v1/boards/?tournament=arena&dimension=overall").json()
+    assert api["suppressed"] is False and api["imported"] is True
+    assert api["entries"][0]["name"] == "gpt-4"
+
+
+def test_a_tournament_where_panel_raters_voted_too_is_not_imported_and_keeps_the_rule(imported, groups):
+    study = Study.objects.create(slug="panel", name="Panel", tournament=imported)
+    votes_cast(imported, raters_in(study, count=1), models=list(imported.llm_models.all()))
+    assert not tournament_is_imported(tournament=imported)
+    fits_publish(tournament_id=imported.pk)
+    board = board_get(dimension=overall(imported))
+    assert board.suppressed and not board.imported
+
+
+def test_a_panel_board_below_the_threshold_stays_withheld(tournament, study, groups):
+    votes_cast(tournament, raters_in(study, "us-age-18-34", count=3))
+    fits_publish(tournament_id=tournament.pk)
+    board = board_get(dimension=overall(tournament))
+    assert board.suppressed and not board.imported
+    assert not tournament_is_imported(tournament=tournament)

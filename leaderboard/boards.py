@@ -63,6 +63,11 @@ class BoardEntry:
     score_low: float | None
     score_high: float | None
     p_best: float | None
+    # Skill on Arena's scale (stats.arena_scale: 400 / ln 10, 1000 at the field mean), 95% interval below;
+    # None where the snapshot predates it.
+    rating: float | None
+    rating_low: float | None
+    rating_high: float | None
     battles: int  # counted battles on this board up to the snapshot's last vote
     wins: int
     losses: int
@@ -306,6 +311,9 @@ def _entries(tournament, dimension, group, snapshot, cutoff) -> list[BoardEntry]
                 score_low=score.score_low if score else None,
                 score_high=score.score_high if score else None,
                 p_best=score.p_best if score else None,
+                rating=score.rating if score else None,
+                rating_low=score.rating_low if score else None,
+                rating_high=score.rating_high if score else None,
                 battles=battles,
                 wins=wins,
                 losses=losses,

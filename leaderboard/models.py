@@ -89,6 +89,11 @@ class FitScore(models.Model):
     rank_low = models.PositiveIntegerField()
     rank_high = models.PositiveIntegerField()
     p_best = models.FloatField()
+    # The skill on Chatbot Arena's scale (400 / ln 10 points per unit of log-strength, 1000 at the field's
+    # mean: stats.arena_scale) with its 95% interval. Null in snapshots published before it existed.
+    rating = models.FloatField(null=True)
+    rating_low = models.FloatField(null=True)
+    rating_high = models.FloatField(null=True)
 
     class Meta:
         constraints = [

@@ -17,6 +17,7 @@ from leaderboard.models import AppliedVote, FitPosterior, FitScore, FitSnapshot,
 from leaderboard.trueskill_kernel import TrueSkillParams
 from raters.census import PRESETS
 from raters.models import Group, Rater
+from stats.arena_scale import ArenaRatings, arena_ratings
 from tournaments.models import Dimension, Outcome, Tournament, Vote, VoteChoice
 
 
@@ -290,19 +291,27 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         )
         # The pooled board's draws are kept with the posterior (personal boards compare against them);
         # every board is summarised from its draws as skills_for would, with the snapshot's seed.
-        pooled = btd.score_draws(fit, population, n_draws=FIT_DRAWS, seed=snapshot.pk)
-        boards = [(None, pooled)] + [
+        pooled_skills, pooled = btd.skill_and_score_draws(
+            fit, population, n_draws=FIT_DRAWS, seed=snapshot.pk
+        )
+        boards = [(None, pooled_skills, pooled)] + [
             (
                 group_id,
-                btd.score_draws(fit, [((group_index[group_id],), 1.0)], n_draws=FIT_DRAWS, seed=snapshot.pk),
+                *btd.skill_and_score_draws(
+                    fit, [((group_index[group_id],), 1.0)], n_draws=FIT_DRAWS, seed=snapshot.pk
+                ),
             )
             for group_id in group_ids
         ]
         FitScore.objects.bulk_create(
             score
-            for group_id, draws in boards
+            for group_id, skills, draws in boards
             for score in _fit_scores(
-                snapshot, group_id, model_ids, btd.draws_summary(draws.point, draws.draws)
+                snapshot,
+                group_id,
+                model_ids,
+                btd.draws_summary(draws.point, draws.draws),
+                arena_ratings(skills.point, skills.draws),
             )
         )
         FitPosterior.objects.create(
@@ -314,9 +323,14 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     return snapshot
 
 
-def _fit_scores(snapshot: FitSnapshot, group_id: int | None, model_ids, board: btd.DrawSummary):
+def _fit_scores(
+    snapshot: FitSnapshot, group_id: int | None, model_ids, board: btd.DrawSummary, ratings: ArenaRatings
+):
     return [
         FitScore(
+            rating=ratings.point[m],
+            rating_low=ratings.low[m],
+            rating_high=ratings.high[m],
             snapshot=snapshot,
             group_id=group_id,
             model_id=model_id,

@@ -118,6 +118,14 @@ class BoardEntrySerializer(serializers.Serializer):
     score_low = serializers.FloatField(allow_null=True, help_text="95% interval, lower end.")
     score_high = serializers.FloatField(allow_null=True, help_text="95% interval, upper end.")
     p_best = serializers.FloatField(allow_null=True, help_text="Probability this model is the best.")
+    rating = serializers.FloatField(
+        allow_null=True,
+        help_text="The skill on Chatbot Arena's scale: 400 / ln 10 points per unit of Bradley-Terry "
+        "log-strength (400 points: ten wins to one loss), 1000 at the mean skill of the board's models. "
+        "Null in fits published before it existed.",
+    )
+    rating_low = serializers.FloatField(allow_null=True, help_text="95% interval, lower end.")
+    rating_high = serializers.FloatField(allow_null=True, help_text="95% interval, upper end.")
     battles = serializers.IntegerField(help_text="Counted battles on this board up to the fit's last vote.")
     wins = serializers.IntegerField()
     losses = serializers.IntegerField()

@@ -38,5 +38,11 @@ def percent(value) -> str:
 
 
 @register.filter
+def rating(value) -> str:
+    """An Arena-scale rating, to the point: 1012.4 → "1012"; None → an en dash."""
+    return "\u2013" if value is None else f"{value:.0f}"
+
+
+@register.filter
 def score(value) -> str:
     return "\u2013" if value is None else f"{value:.3f}"

@@ -78,3 +78,22 @@ def test_a_panel_board_below_the_threshold_stays_withheld(tournament, study, gro
     board = board_get(dimension=overall(tournament))
     assert board.suppressed and not board.imported
     assert not tournament_is_imported(tournament=tournament)
+
+
+def test_every_board_entry_carries_its_arena_rating_in_page_api_and_downloads(imported, client):
+    board = board_get(dimension=overall(imported))
+    ratings = [e.rating for e in board.entries]
+    assert sum(ratings) / len(ratings) == pytest.approx(1000.0)
+    assert all(e.rating_low < e.rating < e.rating_high for e in board.entries)
+    assert board.entries[0].rating == max(ratings)  # ordered like the scores
+    api = client.get("/api/v1/boards/?tournament=arena&dimension=overall").json()
+    assert api["entries"][0]["rating"] == pytest.approx(board.entries[0].rating)
+    assert api["entries"][0]["rating_low"] == pytest.approx(board.entries[0].rating_low)
+    csv_text = client.get("/api/v1/tournaments/arena/boards.csv").content.decode()
+    header, first = csv_text.splitlines()[:2]
+    assert "rating,rating_low,rating_high" in header
+    assert str(board.entries[0].rating) in first
+    exported = client.get("/api/v1/tournaments/arena/boards.json").json()
+    assert exported[0]["entries"][0]["rating_high"] == pytest.approx(board.entries[0].rating_high)
+    page = client.get("/leaderboard/?tournament=arena&dimension=overall").content.decode()
+    assert f"{board.entries[0].rating:.0f}" in page and "Rating (95%)" in page

@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from config.errors import InvalidInput
-from leaderboard.models import FitScore, FitSnapshot
+from leaderboard.models import FitBoardCounts, FitScore, FitSnapshot
 from raters.models import Group, Rater
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
 from tournaments.selectors import tournament_is_imported
@@ -199,6 +199,19 @@ def board_pair_results(
 
     Callers publishing group figures must check the group is publishable first (board_get does)."""
     tallies: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+    stored = _stored_snapshot(dimension, up_to_vote_id)
+    if stored is not None:
+        pairs = FitBoardCounts.objects.filter(snapshot_id=stored, group=group).values_list("pairs", flat=True)
+        for model_a, model_b, a_wins, b_wins, ties in next(iter(pairs), []):
+            for first, second, wins, losses in (
+                (model_a, model_b, a_wins, b_wins),
+                (model_b, model_a, b_wins, a_wins),
+            ):
+                tally = tallies[(first, second)]
+                tally[0] += wins
+                tally[1] += losses
+                tally[2] += ties
+        return {pair: PairResult(*tally) for pair, tally in tallies.items()}
     for model_a, model_b, outcome, count in _board_outcomes(dimension, group, up_to_vote_id):
         winner_side = {Outcome.A: 0, Outcome.B: 1}.get(outcome)
         for first, second, side in ((model_a, model_b, 0), (model_b, model_a, 1)):
@@ -359,7 +372,25 @@ def rater_counts(
     )
 
 
+def _stored_snapshot(dimension: Dimension | None, up_to_vote_id: int | None) -> int | None:
+    """The latest snapshot of the dimension fitted up to this vote that stored its boards' counts."""
+    if dimension is None or up_to_vote_id is None:
+        return None
+    return (
+        FitSnapshot.objects.filter(dimension=dimension, last_vote_id=up_to_vote_id)
+        .filter(Exists(FitBoardCounts.objects.filter(snapshot=OuterRef("pk"), group__isnull=True)))
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def _rater_counts(tournament, dimension, up_to_vote_id) -> RaterCounts:
+    stored = _stored_snapshot(dimension, up_to_vote_id)
+    if stored is not None:
+        by_board = dict(FitBoardCounts.objects.filter(snapshot_id=stored).values_list("group_id", "raters"))
+        pooled = by_board.pop(None, 0)
+        return _rater_counts_of(tournament, pooled, by_board)
     if dimension is not None:
         rater_ids = counted_choices(dimension, up_to_vote_id).values("vote__battle__rater_id")
     else:
@@ -375,6 +406,10 @@ def _rater_counts(tournament, dimension, up_to_vote_id) -> RaterCounts:
         .annotate(raters=Count("rater_id", distinct=True))
         .order_by()
     )
+    return _rater_counts_of(tournament, pooled, by_group)
+
+
+def _rater_counts_of(tournament: Tournament, pooled: int, by_group: dict[int, int]) -> RaterCounts:
     axes: dict[int, list[int]] = defaultdict(list)
     for group_id, axis_id in Group.objects.values_list("pk", "axis_id"):
         axes[axis_id].append(group_id)

@@ -111,6 +111,37 @@ class FitScore(models.Model):
         return f"{self.model}: {self.score:.3f}"
 
 
+class FitBoardCounts(models.Model):
+    """A board's counts as fitted, written with its snapshot so the first request after a fit reads one
+    row instead of counting millions of votes: the distinct raters, and the counted results of every
+    ordered pair that met, ``[[model_a_id, model_b_id, a_wins, b_wins, ties], ...]``. `leaderboard.boards`
+    uses them for the board of this snapshot's dimension and last vote, and counts from the votes where
+    a snapshot has none (those published before they existed)."""
+
+    snapshot = models.ForeignKey(FitSnapshot, on_delete=models.CASCADE, related_name="board_counts")
+    group = models.ForeignKey(
+        "raters.Group", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    raters = models.PositiveIntegerField()
+    pairs = models.JSONField(default=list)
+
+    class Meta:
+        verbose_name_plural = "fit board counts"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["snapshot"], condition=Q(group__isnull=True), name="fitboardcounts_unique_pooled"
+            ),
+            models.UniqueConstraint(
+                fields=["snapshot", "group"],
+                condition=Q(group__isnull=False),
+                name="fitboardcounts_unique_group",
+            ),
+        ]
+
+    def __str__(self):
+        return f"Counts of {self.snapshot} ({self.group or 'pooled'})"
+
+
 class FitPosterior(models.Model):
     """What a board for any profile needs from one snapshot's fit, kept for the latest few snapshots of
     each dimension (older ones are pruned when a fit lands; their published scores stay in FitScore).

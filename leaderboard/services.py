@@ -13,7 +13,7 @@ from config.bulk import pg_copy
 from leaderboard import btd, poststrat
 from leaderboard.boards import board_cache_bump
 from leaderboard.live_trueskill import rate_outcome
-from leaderboard.models import AppliedVote, FitPosterior, FitScore, FitSnapshot, Rating
+from leaderboard.models import AppliedVote, FitBoardCounts, FitPosterior, FitScore, FitSnapshot, Rating
 from leaderboard.trueskill_kernel import TrueSkillParams
 from raters.census import PRESETS
 from raters.models import Group, Rater
@@ -314,6 +314,10 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
                 arena_ratings(skills.point, skills.draws),
             )
         )
+        FitBoardCounts.objects.bulk_create(
+            FitBoardCounts(snapshot=snapshot, group_id=group_id, raters=raters, pairs=pairs)
+            for group_id, (raters, pairs) in _board_counts(rows, groups_of).items()
+        )
         FitPosterior.objects.create(
             snapshot=snapshot,
             data=posterior_encode(fit=fit, model_ids=model_ids, group_ids=group_ids, pooled=pooled),
@@ -321,6 +325,24 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         )
         _posteriors_prune(dimension)
     return snapshot
+
+
+def _board_counts(rows, groups_of: dict[int, list[int]]) -> dict[int | None, tuple[int, list[list[int]]]]:
+    """Each board's distinct raters and pair results (see FitBoardCounts), from the fit's rows counted per
+    (rater, ordered pair, outcome): the pooled board (None) and every group with raters."""
+    raters: dict[int | None, set[int]] = defaultdict(set)
+    pairs: dict[int | None, dict[tuple[int, int], list[int]]] = defaultdict(
+        lambda: defaultdict(lambda: [0, 0, 0])
+    )
+    column = {"a": 0, "b": 1}
+    for rater_id, model_a, model_b, outcome, n, _first, _last in rows:
+        for board in (None, *groups_of.get(rater_id, ())):
+            raters[board].add(rater_id)
+            pairs[board][(model_a, model_b)][column.get(outcome, 2)] += n
+    return {
+        board: (len(raters[board]), [[a, b, *tally] for (a, b), tally in sorted(pairs[board].items())])
+        for board in raters
+    }
 
 
 def _fit_scores(

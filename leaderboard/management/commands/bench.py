@@ -9,6 +9,7 @@ BENCHMARKS = {
     "ratings": "leaderboard.bench",
     "matchmaking": "tournaments.bench_matchmaking",
     "web": "leaderboard.bench_web",
+    "scale": "bench.scale",
 }
 
 
@@ -17,7 +18,8 @@ class Command(BaseCommand):
         "Print benchmark figures. ratings: replay with the closed-form TrueSkill kernel against the "
         "trueskill package, the batch fit at Arena scale, interval coverage. matchmaking: the matchmaker "
         "against uniform random pairing in simulation. web: the leaderboard page and board API under "
-        "concurrent load against a trivial view on the same server."
+        "concurrent load against a trivial view on the same server. scale: an Arena-scale log "
+        "through import, fit, first API and page requests."
     )
 
     def add_arguments(self, parser):

@@ -130,6 +130,11 @@ class Command(BaseCommand):
             f"Ratings: {report.ratings_applied:,} vote(s) applied to the live ratings, on the 'overall' "
             "dimension only (Arena logs carry one verdict per battle)."
         )
+        rate = report.rows_read / max(report.rows_seconds, 1e-9)
+        lines.append(
+            f"Took {report.rows_seconds:.1f} s for the rows ({rate:,.0f} rows/s) and "
+            f"{report.ratings_seconds:.1f} s for the live ratings."
+        )
         self.stdout.write("\n".join(lines))
 
 

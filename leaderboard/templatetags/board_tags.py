@@ -9,15 +9,27 @@ register = template.Library()
 
 
 @register.simple_tag
-def board_url(tournament, dimension=None, group=None) -> str:
-    """The plain link to a board. Built from the objects, never from the request's query string, so a
-    cached page carries nothing a visitor typed."""
+def board_url(tournament, dimension=None, group=None, top=None) -> str:
+    """The plain link to a board (with its matrices' size when given). Built from the objects, never from
+    the request's query string, so a cached page carries nothing a visitor typed."""
+    return f"{reverse('leaderboard:board')}?{urlencode(_board_query(tournament, dimension, group, top))}"
+
+
+@register.simple_tag
+def matrices_url(tournament, dimension, group=None) -> str:
+    """The page with every model's head-to-head matrices on a board."""
+    return f"{reverse('leaderboard:matrices')}?{urlencode(_board_query(tournament, dimension, group, None))}"
+
+
+def _board_query(tournament, dimension, group, top) -> dict[str, str]:
     query = {"tournament": tournament.slug}
     if dimension:
         query["dimension"] = dimension.slug
     if group:
         query["group"] = group.slug
-    return f"{reverse('leaderboard:board')}?{urlencode(query)}"
+    if top:
+        query["top"] = str(top)
+    return query
 
 
 @register.simple_tag

@@ -97,3 +97,36 @@ def test_every_board_entry_carries_its_arena_rating_in_page_api_and_downloads(im
     assert exported[0]["entries"][0]["rating_high"] == pytest.approx(board.entries[0].rating_high)
     page = client.get("/leaderboard/?tournament=arena&dimension=overall").content.decode()
     assert f"{board.entries[0].rating:.0f}" in page and "Rating (95%)" in page
+
+
+@pytest.fixture
+def twelve_models(tmp_path) -> Tournament:
+    names = [f"m{index:02d}" for index in range(12)]
+    rows = [
+        {"model_a": a, "model_b": b, "winner": "model_a" if a < b else "tie", "tstamp": float(index)}
+        for index, (a, b) in enumerate((a, b) for a in names for b in names if a != b)
+    ]
+    path = tmp_path / "twelve.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    call_command("import_battles", str(path), "--tournament", "wide", "--create")
+    tournament = Tournament.objects.get(slug="wide")
+    fits_publish(tournament_id=tournament.pk)
+    return tournament
+
+
+def test_the_page_shows_the_top_models_matrices_and_links_the_whole_field(twelve_models, client):
+    url = "/leaderboard/?tournament=wide&dimension=overall"
+    default = client.get(url).content.decode()
+    assert "Head-to-head: all 12 models." in default  # default 20: every one of 12
+    top_ten = client.get(url + "&top=10").content.decode()
+    assert "Head-to-head: the top 10 of 12 models." in top_ten
+    pairs = top_ten.split('data-testid="pairs-table"', 1)[1].split("</table>", 1)[0]
+    assert pairs.count("<tr>") == 1 + 10 * 9  # header, then every ordered pair among the ten
+    assert "m11" not in pairs and "m00" in pairs
+    assert client.get(url + "&top=7").content.decode() == default  # not a choice: the default
+    assert 'href="/leaderboard/matrices/?tournament=wide&amp;dimension=overall"' in top_ten
+    everything = client.get("/leaderboard/matrices/?tournament=wide&dimension=overall").content.decode()
+    pairs = everything.split('data-testid="pairs-table"', 1)[1].split("</table>", 1)[0]
+    assert pairs.count("<tr>") == 1 + 12 * 11
+    assert client.get("/leaderboard/matrices/?tournament=wide").status_code == 200
+    assert client.get("/leaderboard/matrices/?tournament=nowhere&dimension=overall").status_code == 404

@@ -29,7 +29,7 @@ from django.conf import settings
 from psycopg import sql
 
 from bench.arena_log import arena_log_write
-from leaderboard.bench_web import BenchError, _scratch_cache, _server, _server_env
+from bench.web import BenchError, _scratch_cache, _server, _server_env
 
 FULL_BATTLES = 1_700_000
 SIZES = {"full": FULL_BATTLES, "tenth": FULL_BATTLES // 10}

@@ -1,6 +1,8 @@
 from django.db import models
 from django.db.models import Q
 
+from tournaments.models import Tournament
+
 
 class Rating(models.Model):
     """Live TrueSkill rating of one model on one dimension, for the pooled population (group is null)
@@ -162,3 +164,12 @@ class FitPosterior(models.Model):
 
     def __str__(self):
         return f"Posterior of {self.snapshot}"
+
+
+class TournamentBoards(Tournament):
+    """A tournament seen from its published boards: where staff fit and publish them on demand."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "tournament's boards"
+        verbose_name_plural = "tournaments' boards"

@@ -1,7 +1,7 @@
 """The personal leaderboard: the board for one visitor's priorities and profile.
 
 A visitor weights the dimensions and may give a profile: a country and, on any of its axes, their group.
-The profile is a cell of the batch fit (see `leaderboard.btd`): a model's skill for it is theta plus the
+The profile is a cell of the batch fit (see `stats.btd`): a model's skill for it is theta plus the
 offsets of those groups. So the board rests on each group's effect, measured on all of that group's
 raters, never on the few raters who match the visitor on every answer; a profile with no group is cell
 (), the fit's baseline rater, which is not the post-stratified pooled board.
@@ -30,9 +30,11 @@ from urllib.parse import urlencode
 import numpy as np
 from django.core.cache import cache
 
-from leaderboard import boards, btd, services
+from leaderboard import boards, services
 from leaderboard.models import FitPosterior
 from raters.models import Axis, Country, Group
+from stats.posterior import ScoreDraws, score_draws
+from stats.summaries import DrawSummary, draws_summary
 from tournaments.models import Dimension, Tournament
 
 MAX_WEIGHT = 10
@@ -409,9 +411,9 @@ def _number(value: float) -> str:
 @dataclass(frozen=True)
 class _Numbers:
     model_ids: tuple[int, ...]  # models on every combined board, in the order of the arrays
-    combined: btd.DrawSummary
-    pooled: btd.DrawSummary  # the same weights on each dimension's pooled board
-    by_dimension: dict[int, btd.DrawSummary]  # dimension pk -> this profile's board on it
+    combined: DrawSummary
+    pooled: DrawSummary  # the same weights on each dimension's pooled board
+    by_dimension: dict[int, DrawSummary]  # dimension pk -> this profile's board on it
 
 
 def _rows_cached(tournament: Tournament, snapshots: list, settings, used: list[Group]):
@@ -468,11 +470,11 @@ def _numbers(parts: tuple, cells: dict[int, tuple[int, ...]]) -> _Numbers:
         draws += share * dimension_draws
         pooled_point += share * posterior.pooled.point[columns]
         pooled_draws += share * posterior.pooled.draws[:n_draws, columns].astype(float)
-        by_dimension[dimension_id] = btd.draws_summary(dimension_point, dimension_draws)
+        by_dimension[dimension_id] = draws_summary(dimension_point, dimension_draws)
     return _Numbers(
         model_ids=model_ids,
-        combined=btd.draws_summary(point, draws),
-        pooled=btd.draws_summary(pooled_point, pooled_draws),
+        combined=draws_summary(point, draws),
+        pooled=draws_summary(pooled_point, pooled_draws),
         by_dimension=by_dimension,
     )
 
@@ -485,13 +487,13 @@ def posterior_get(snapshot_id: int) -> services.Posterior | None:
 
 
 @functools.lru_cache(maxsize=48)
-def _cell_draws(snapshot_id: int, group_ids: tuple[int, ...]) -> btd.ScoreDraws:
+def _cell_draws(snapshot_id: int, group_ids: tuple[int, ...]) -> ScoreDraws:
     """A profile's score draws on one snapshot: the board of cell `group_ids`, seeded like the snapshot's
     own boards. Kept in float32, which is ample for draws and halves the memory."""
     fit = posterior_get(snapshot_id).cell_fit(group_ids)
     cell = tuple(range(len(group_ids)))  # the groups' numbers inside the cell's fit
-    draws = btd.score_draws(fit, [(cell, 1.0)], n_draws=services.FIT_DRAWS, seed=snapshot_id)
-    return btd.ScoreDraws(point=draws.point, draws=draws.draws.astype(np.float32))
+    draws = score_draws(fit, [(cell, 1.0)], n_draws=services.FIT_DRAWS, seed=snapshot_id)
+    return ScoreDraws(point=draws.point, draws=draws.draws.astype(np.float32))
 
 
 # --- Rows and the fit report --------------------------------------------------------------------------
@@ -562,7 +564,7 @@ def _row(model_id: int, entries: list, figures: dict) -> PersonalRow:
     )
 
 
-def _standing(dimension: Dimension, summary: btd.DrawSummary, k: int) -> Standing:
+def _standing(dimension: Dimension, summary: DrawSummary, k: int) -> Standing:
     return Standing(
         dimension=dimension,
         score=float(summary.point[k]),

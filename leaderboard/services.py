@@ -10,14 +10,22 @@ from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from config.bulk import pg_copy
-from leaderboard import btd, poststrat
 from leaderboard.boards import board_cache_bump
-from leaderboard.live_trueskill import rate_outcome
 from leaderboard.models import AppliedVote, FitBoardCounts, FitPosterior, FitScore, FitSnapshot, Rating
-from leaderboard.trueskill_kernel import TrueSkillParams
-from raters.census import PRESETS
 from raters.models import Group, Rater
+from stats import poststrat
 from stats.arena_scale import ArenaRatings, arena_ratings
+from stats.btd import Counts, Fit, fit_btd
+from stats.census import PRESETS
+from stats.posterior import (
+    ScoreDraws,
+    centred_covariance,
+    covariance_from_centred,
+    fit_restored,
+    skill_and_score_draws,
+)
+from stats.summaries import DrawSummary, draws_summary
+from stats.trueskill import TrueSkillParams, rate_outcome
 from tournaments.models import Dimension, Outcome, Tournament, Vote, VoteChoice
 
 
@@ -269,8 +277,8 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
             (cell_at, model_index[model_a], model_index[model_b], n * (outcome == "a"), n * (outcome == "b"),
              n * (outcome not in ("a", "b")))
         )  # fmt: skip
-    counts = btd.Counts(cells=list(cell_index), rows=count_rows).aggregated(len(model_ids))
-    fit = btd.fit_btd(
+    counts = Counts(cells=list(cell_index), rows=count_rows).aggregated(len(model_ids))
+    fit = fit_btd(
         counts,
         n_models=len(model_ids),
         n_groups=len(group_ids),
@@ -291,13 +299,11 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         )
         # The pooled board's draws are kept with the posterior (personal boards compare against them);
         # every board is summarised from its draws as skills_for would, with the snapshot's seed.
-        pooled_skills, pooled = btd.skill_and_score_draws(
-            fit, population, n_draws=FIT_DRAWS, seed=snapshot.pk
-        )
+        pooled_skills, pooled = skill_and_score_draws(fit, population, n_draws=FIT_DRAWS, seed=snapshot.pk)
         boards = [(None, pooled_skills, pooled)] + [
             (
                 group_id,
-                *btd.skill_and_score_draws(
+                *skill_and_score_draws(
                     fit, [((group_index[group_id],), 1.0)], n_draws=FIT_DRAWS, seed=snapshot.pk
                 ),
             )
@@ -310,7 +316,7 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
                 snapshot,
                 group_id,
                 model_ids,
-                btd.draws_summary(draws.point, draws.draws),
+                draws_summary(draws.point, draws.draws),
                 arena_ratings(skills.point, skills.draws),
             )
         )
@@ -346,7 +352,7 @@ def _board_counts(rows, groups_of: dict[int, list[int]]) -> dict[int | None, tup
 
 
 def _fit_scores(
-    snapshot: FitSnapshot, group_id: int | None, model_ids, board: btd.DrawSummary, ratings: ArenaRatings
+    snapshot: FitSnapshot, group_id: int | None, model_ids, board: DrawSummary, ratings: ArenaRatings
 ):
     return [
         FitScore(
@@ -443,10 +449,10 @@ class Posterior:
     log_nu: float
     with_groups: bool
     tie_model: bool
-    centred_covariance: np.ndarray  # float32, symmetric; see btd.centred_covariance
-    pooled: btd.ScoreDraws
+    centred_covariance: np.ndarray  # float32, symmetric; see centred_covariance
+    pooled: ScoreDraws
 
-    def cell_fit(self, group_ids: Sequence[int]) -> btd.Fit:
+    def cell_fit(self, group_ids: Sequence[int]) -> Fit:
         """The posterior of theta, the offsets of these groups (database ids; in the returned fit they are
         groups 0, 1, ... in the order given) and log nu, every other group integrated out. Any board of
         cells made of these groups is the same as under the whole fit."""
@@ -461,10 +467,10 @@ class Posterior:
             index.extend(range(start, start + n))
         if self.tie_model:
             index.append(len(self.centred_covariance) - 1)
-        covariance = btd.covariance_from_centred(
+        covariance = covariance_from_centred(
             self.centred_covariance[np.ix_(index, index)], n_models=n, blocks=1 + len(group_ids)
         )
-        return btd.fit_restored(
+        return fit_restored(
             theta=self.theta,
             offsets=self.offsets[:, [position[g] for g in group_ids]],
             log_nu=self.log_nu,
@@ -474,11 +480,11 @@ class Posterior:
         )
 
 
-def posterior_encode(*, fit: btd.Fit, model_ids: Sequence[int], group_ids: Sequence[int], pooled) -> bytes:
+def posterior_encode(*, fit: Fit, model_ids: Sequence[int], group_ids: Sequence[int], pooled) -> bytes:
     """The FitPosterior archive. The covariance goes in as its centred form, upper triangle, float32:
     centred entries are on the scale of the real uncertainties, so float32 keeps them to about 1e-7
     relative; the mode and the pooled board's point scores stay float64."""
-    centred = btd.centred_covariance(fit)
+    centred = centred_covariance(fit)
     buffer = io.BytesIO()
     np.savez_compressed(
         buffer,
@@ -513,7 +519,7 @@ def posterior_decode(data: bytes) -> Posterior:
             with_groups=with_groups,
             tie_model=tie_model,
             centred_covariance=covariance,
-            pooled=btd.ScoreDraws(point=archive["pooled_point"], draws=archive["pooled_draws"]),
+            pooled=ScoreDraws(point=archive["pooled_point"], draws=archive["pooled_draws"]),
         )
 
 

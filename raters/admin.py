@@ -9,12 +9,8 @@ from raters.models import (
     Country,
     ErasureRecord,
     Group,
-    QualityRuleSetting,
     Quota,
     Rater,
-    RuleOutcome,
-    StaffAction,
-    Strike,
     Study,
 )
 from raters.services import api_client_revoke, api_token_new, rater_erase
@@ -107,39 +103,6 @@ class RaterAdmin(admin.ModelAdmin):
 @admin.register(ErasureRecord)
 class ErasureRecordAdmin(admin.ModelAdmin):
     list_display = ["rater_public_id", "study", "erased_by", "votes_removed", "battles_removed", "erased_at"]
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(QualityRuleSetting)
-class QualityRuleSettingAdmin(admin.ModelAdmin):
-    list_display = ["rule", "mode", "params", "judge_model"]
-    list_editable = ["mode"]
-
-
-@admin.register(Strike)
-class StrikeAdmin(admin.ModelAdmin):
-    list_display = ["rater", "rule", "reason", "created_at", "lifted_at"]
-    list_filter = ["rule", "rater__study"]
-    readonly_fields = ["rater", "rule", "reason", "message", "battle", "vote", "created_at"]
-
-    def has_add_permission(self, request):
-        return False  # strikes come from the rules; lifting is on the study's quality page, with a reason
-
-
-@admin.register(RuleOutcome)
-class RuleOutcomeAdmin(admin.ModelAdmin):
-    list_display = ["rater", "rule", "failed", "score", "action", "created_at"]
-    list_filter = ["rule", "failed", "action"]
-
-
-@admin.register(StaffAction)
-class StaffActionAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "staff", "kind", "rater_public_id", "reason"]
 
     def has_change_permission(self, request, obj=None):
         return False

@@ -120,11 +120,9 @@ class Study(models.Model):
         return self.name
 
     def clean(self):
-        from tournaments.models import Tournament
-
         if not self.tournament_id:
             return
-        automated = self.tournament.audience == Tournament.Audience.AUTOMATED
+        automated = self.tournament.audience == "automated"  # tournaments.Tournament.Audience.AUTOMATED
         if automated and self.allows_open_entry:
             raise ValidationError(
                 {
@@ -170,6 +168,9 @@ class Rater(models.Model):
     screened_at = models.DateTimeField(null=True, blank=True)
     admitted_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # Battles voted on in this session, counted by the battle flow when it stores a vote: what tells a
+    # session with a set number of battles that it is complete.
+    battles_voted = models.PositiveIntegerField(default=0, editable=False)
     groups = models.ManyToManyField(Group, blank=True, related_name="raters")
     # The rater API client that created this rater; null for raters who came through the website.
     api_client = models.ForeignKey(
@@ -286,107 +287,3 @@ class ErasureRecord(models.Model):
 
     def __str__(self):
         return f"Erasure of {self.rater_public_id} at {self.erased_at:%Y-%m-%d %H:%M}"
-
-
-class QualityRuleSetting(models.Model):
-    """How one quality-control rule acts. Rules without a row act on their defaults (raters/qc.py)."""
-
-    class Mode(models.TextChoices):
-        STRIKE = "strike", "Strike (warns the rater; three strikes end the session)"
-        FLAG = "flag", "Flag only (recorded for staff, the rater is not told)"
-        OFF = "off", "Off"
-
-    rule = models.CharField(max_length=30, unique=True)
-    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STRIKE)
-    params = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text='Thresholds that replace the rule\'s defaults, e.g. {"min_overlap": 0.05}.',
-    )
-    judge_model = models.ForeignKey(
-        "tournaments.LLMModel",
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="Only for the LLM topic judge: the model that judges whether a message stays on task.",
-    )
-
-    def __str__(self):
-        return f"{self.rule}: {self.get_mode_display()}"
-
-
-class RuleOutcome(models.Model):
-    """Every rule evaluation, passed or failed, so staff can see how a threshold acts before using it."""
-
-    class Action(models.TextChoices):
-        NONE = "none", "None"
-        STRUCK = "struck", "Struck"
-        FLAGGED = "flagged", "Flagged for review"
-
-    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="rule_outcomes")
-    rule = models.CharField(max_length=30)
-    failed = models.BooleanField()
-    score = models.FloatField()
-    action = models.CharField(max_length=10, choices=Action.choices, default=Action.NONE)
-    reason = models.CharField(max_length=300, blank=True)
-    battle = models.ForeignKey(
-        "tournaments.Battle", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["rule", "failed"])]
-
-    def __str__(self):
-        return f"{self.rule} {'failed' if self.failed else 'passed'} for {self.rater}"
-
-
-class Strike(models.Model):
-    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="strikes")
-    rule = models.CharField(max_length=30)
-    reason = models.CharField(max_length=300)
-    # What it concerns: the rejected message's text, or the vote.
-    message = models.TextField(blank=True)
-    battle = models.ForeignKey(
-        "tournaments.Battle", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
-    )
-    vote = models.ForeignKey(
-        "tournaments.Vote", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    lifted_at = models.DateTimeField(null=True, blank=True)
-    lifted_by = models.CharField(max_length=150, blank=True)
-    lift_reason = models.CharField(max_length=300, blank=True)
-
-    class Meta:
-        ordering = ["created_at"]
-        constraints = [
-            # A vote is judged once per rule, however often its checks run.
-            models.UniqueConstraint(
-                fields=["rater", "vote", "rule"],
-                condition=Q(vote__isnull=False),
-                name="strike_once_per_vote_rule",
-            ),
-        ]
-
-    def __str__(self):
-        return f"Strike ({self.rule}) for {self.rater}"
-
-
-class StaffAction(models.Model):
-    """Audit log of staff decisions about raters: lifted strikes, hand exclusions."""
-
-    class Kind(models.TextChoices):
-        LIFT_STRIKE = "lift_strike", "Lifted a strike"
-        EXCLUDE = "exclude", "Excluded a rater"
-
-    kind = models.CharField(max_length=20, choices=Kind.choices)
-    staff = models.CharField(max_length=150)
-    rater_public_id = models.UUIDField()
-    strike = models.ForeignKey(Strike, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    reason = models.CharField(max_length=300)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self):
-        return f"{self.staff}: {self.get_kind_display()} ({self.rater_public_id})"

@@ -4,7 +4,7 @@ from urllib.parse import quote
 from django.db.models import Count, Q
 from django.http import HttpRequest
 
-from raters.models import Country, Quota, Rater, RuleOutcome, Study
+from raters.models import Country, Quota, Rater, Study
 
 SESSION_RATER_KEY = "rater_id"
 SESSION_PENDING_KEY = "pending_entry"
@@ -112,20 +112,3 @@ def study_quota_rows(*, study: Study) -> list[QuotaRow]:
 def study_rater_counts(*, study: Study) -> dict[str, int]:
     counts = dict(study.raters.values_list("status").annotate(n=Count("pk")))
     return {label: counts.get(value, 0) for value, label in Rater.Status.choices}
-
-
-def rule_outcome_stats(*, study: Study) -> list[dict]:
-    """Per rule: how often it was evaluated, failed, struck and flagged, so a threshold can be judged
-    (a rule in flag mode shows how it would have struck)."""
-    rows = (
-        RuleOutcome.objects.filter(rater__study=study)
-        .values("rule")
-        .annotate(
-            evaluated=Count("pk"),
-            failed=Count("pk", filter=Q(failed=True)),
-            struck=Count("pk", filter=Q(action=RuleOutcome.Action.STRUCK)),
-            flagged=Count("pk", filter=Q(action=RuleOutcome.Action.FLAGGED)),
-        )
-        .order_by("rule")
-    )
-    return list(rows)

@@ -1,7 +1,7 @@
 import hashlib
 import logging
 import secrets
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -9,12 +9,10 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from config.errors import Conflict, InvalidInput
-from raters import qc
-from raters.census import PRESETS, independent_cells, largest_remainder
 from raters.defaults import AXES, COUNTRIES, default_options, group_slug
 from raters.models import (
     ApiClient,
@@ -22,18 +20,15 @@ from raters.models import (
     Country,
     ErasureRecord,
     Group,
-    QualityRuleSetting,
     Quota,
     QuotaSlot,
     Rater,
-    RuleOutcome,
-    StaffAction,
-    Strike,
     Study,
 )
 from raters.panel import PANEL_FORMATS, InvalidPanelLink, keyed_hash, parse_panel_ids
 from raters.selectors import rater_for_participant
-from tournaments.models import Battle, LLMModel, Reply, Tournament, Turn, Vote, VoteChoice
+from raters.signals import rater_erasing
+from stats.census import PRESETS, independent_cells, largest_remainder
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +93,7 @@ def rater_audience_check(*, study: Study, api_client: ApiClient | None) -> None:
     """Raise unless raters arriving this way may rate in the study's tournament. Human tournaments take the
     website and human-panel API clients; automated ones only automated API clients, so votes of scripted
     or LLM-judge raters never reach a human board (boards are per tournament)."""
-    arrival = api_client.audience if api_client else Tournament.Audience.HUMAN
+    arrival = api_client.audience if api_client else "human"  # tournaments.Tournament.Audience.HUMAN
     if study.tournament.audience == arrival:
         return
     if api_client is None:
@@ -238,13 +233,21 @@ def _take_slots(rater: Rater, quotas: list[Quota]) -> bool:
     return True
 
 
+def rater_battle_voted(*, rater_id: int) -> None:
+    """Count one more voted battle in the rater's session. The battle flow calls this in the transaction
+    that stores the vote."""
+    Rater.objects.filter(pk=rater_id).update(battles_voted=F("battles_voted") + 1)
+
+
 def rater_complete_if_done(*, rater: Rater) -> Rater:
     """Mark an admitted rater's session complete once they have voted on the study's number of battles."""
     limit = rater.study.battles_per_session
     if rater.status != Rater.Status.ADMITTED or limit is None:
         return rater
-    if Vote.objects.filter(battle__rater=rater).count() >= limit:
-        rater_mark_completed(rater=rater)
+    completed = Rater.objects.filter(
+        pk=rater.pk, status=Rater.Status.ADMITTED, battles_voted__gte=limit
+    ).update(status=Rater.Status.COMPLETED, completed_at=timezone.now())
+    if completed:
         rater.refresh_from_db()
     return rater
 
@@ -257,62 +260,11 @@ def rater_mark_completed(*, rater: Rater) -> None:
     )
 
 
-def rater_finish(*, rater: Rater) -> Rater:
-    """End an admitted rater's session at their client's request. A rater who has voted completes it when
-    the study sets no number of battles; one who has not voted gives their quota slots back. Their battle
-    in progress is set aside without penalty. Raters whose session is already decided are returned as
-    they are."""
-    rater = rater_complete_if_done(rater=rater)
-    if rater.status != Rater.Status.ADMITTED:
-        return rater
-    voted = Vote.objects.filter(battle__rater=rater).count()
-    limit = rater.study.battles_per_session
-    if voted and limit is not None:
-        raise Conflict(
-            f"This session is complete after {limit} battles and {voted} are done. Votes so far are kept; "
-            "carry on to finish it."
-        )
-    Battle.objects.filter(rater=rater, state=Battle.State.ACTIVE).update(
-        state=Battle.State.VOID, void_reason="The rater's session ended.", ended_at=timezone.now()
-    )
-    if voted:
-        rater_mark_completed(rater=rater)
-    else:
-        rater_release(rater=rater)
-    rater.refresh_from_db()
-    return rater
-
-
-def rater_release(*, rater: Rater) -> bool:
-    """Give back the quota slots of an admitted rater who has not voted yet. Returns whether it did."""
-    with transaction.atomic():
-        # Checked in the UPDATE itself, so a vote cast a moment ago keeps the rater in.
-        released = (
-            Rater.objects.filter(pk=rater.pk, status=Rater.Status.ADMITTED)
-            .exclude(Exists(Vote.objects.filter(battle__rater=OuterRef("pk"))))
-            .update(status=Rater.Status.RELEASED)
-        )
-        if not released:
-            return False
-        _give_back_slots(rater)
-    return True
-
-
-def _give_back_slots(rater: Rater) -> None:
+def rater_slots_give_back(*, rater: Rater) -> None:
+    """Return the rater's quota slots (their quotas have room again). The caller holds the transaction."""
     for quota_id in rater.quota_slots.order_by("quota_id").values_list("quota_id", flat=True):
         Quota.objects.filter(pk=quota_id).update(admitted=F("admitted") - 1)
     rater.quota_slots.all().delete()
-
-
-def raters_release_abandoned() -> int:
-    """Release the slots of admitted raters who have not voted within their study's abandon time."""
-    now = timezone.now()
-    released = 0
-    for study in Study.objects.filter(raters__status=Rater.Status.ADMITTED).distinct():
-        idle_since = now - timedelta(minutes=study.abandon_after_minutes)
-        abandoned = study.raters.filter(status=Rater.Status.ADMITTED, admitted_at__lt=idle_since)
-        released += sum(rater_release(rater=rater) for rater in abandoned)
-    return released
 
 
 def quota_set(*, study: Study, groups: list[Group], target: int) -> Quota:
@@ -394,30 +346,27 @@ def _groups_by_axis_and_label(country_code: str, preset: Mapping) -> dict[str, d
 
 
 def rater_erase(*, rater: Rater, erased_by: str) -> ErasureRecord:
-    """Delete a rater's personal data, battles and votes, keep an audit record of the erasure, and have
-    the live ratings of the affected tournaments rebuilt from the remaining votes."""
-    from leaderboard.tasks import replay_ratings
+    """Delete a rater's personal data, battles and votes, and keep an audit record of the erasure.
 
+    The battles and votes belong to the apps above this one: they delete them on `rater_erasing`, and
+    the ratings rebuild the affected tournaments from the remaining votes once this commits.
+    """
     with transaction.atomic():
         rater = Rater.objects.select_for_update().get(pk=rater.pk)
         if rater.status != Rater.Status.COMPLETED:
             # A completed rater's slot stays filled: the study did collect that session.
-            _give_back_slots(rater)
-        battles = Battle.objects.filter(rater=rater)
-        votes = Vote.objects.filter(battle__in=battles)
-        tournament_ids = set(votes.values_list("battle__tournament_id", flat=True))
+            rater_slots_give_back(rater=rater)
+        removed = Counter()
+        for _receiver, counts in rater_erasing.send(sender=Rater, rater=rater):
+            removed.update(counts or {})
         record = ErasureRecord.objects.create(
             rater_public_id=rater.public_id,
             study=rater.study,
             erased_by=erased_by,
-            votes_removed=votes.count(),
-            battles_removed=battles.count(),
+            votes_removed=removed["votes"],
+            battles_removed=removed["battles"],
         )
-        votes.delete()
-        battles.delete()
         rater.delete()
-        for tournament_id in tournament_ids:
-            replay_ratings.delay_on_commit(tournament_id)
     return record
 
 
@@ -524,281 +473,3 @@ def _own_rater(rater: Rater, client: ApiClient) -> Rater:
     if rater.api_client_id != client.pk:
         raise Conflict("This participant already takes part in this study another way.")
     return rater
-
-
-# --- Quality control ------------------------------------------------------------------------------------
-
-STRIKES_TO_EXCLUDE = 3
-LLM_JUDGE_RULE = "llm_topic_judge"
-CONSENSUS_RULE = "consensus"
-MESSAGE_RULES = ("too_short", "copy", "gibberish", "topic_wandering")
-
-
-@dataclass(frozen=True)
-class RuleSetting:
-    mode: str
-    params: dict
-    judge_model_id: int | None = None
-
-
-def quality_settings() -> dict[str, RuleSetting]:
-    """Each rule's mode and thresholds: the admin's row where there is one, else the defaults (every
-    rule strikes, except the LLM judge, which is off until a judge model is chosen)."""
-    rows = {row.rule: row for row in QualityRuleSetting.objects.all()}
-    settings_by_rule = {}
-    for rule in (*qc.RULES, LLM_JUDGE_RULE):
-        row = rows.get(rule)
-        default_mode = (
-            QualityRuleSetting.Mode.OFF if rule == LLM_JUDGE_RULE else QualityRuleSetting.Mode.STRIKE
-        )
-        settings_by_rule[rule] = RuleSetting(
-            mode=row.mode if row else default_mode,
-            params={**qc.DEFAULT_PARAMS.get(rule, {}), **(row.params if row else {})},
-            judge_model_id=row.judge_model_id if row else None,
-        )
-    return settings_by_rule
-
-
-def message_quality_check(*, rater: Rater, battle: Battle, message: str) -> Strike | None:
-    """Judge a message before it is sent to the models. Returns the strike it earned, if any."""
-    settings_by_rule = quality_settings()
-    earlier = list(Turn.objects.filter(battle__rater=rater).values_list("message", flat=True))
-    context = _battle_context(battle)
-    checks = {
-        "too_short": lambda params: qc.check_too_short(message, params),
-        "copy": lambda params: qc.check_copy(message, earlier, params),
-        "gibberish": lambda params: qc.check_gibberish(message, params),
-        "topic_wandering": lambda params: qc.check_topic_wandering(message, context, params),
-    }
-    results = [
-        (settings_by_rule[rule], checks[rule](settings_by_rule[rule].params))
-        for rule in MESSAGE_RULES
-        if settings_by_rule[rule].mode != QualityRuleSetting.Mode.OFF
-    ]
-    return _record_outcomes(rater=rater, battle=battle, results=results, message=message)
-
-
-def _battle_context(battle: Battle) -> list[str]:
-    """What a new message may relate to: the battle's earlier messages and both models' replies."""
-    context = list(battle.turns.order_by("index").values_list("message", flat=True))
-    context += Reply.objects.filter(turn__battle=battle, state=Reply.State.DONE).values_list(
-        "content", flat=True
-    )
-    return context
-
-
-def vote_quality_check(*, vote: Vote) -> Strike | None:
-    """Judge a vote just stored: time taken to read, the attention check, straight-lining."""
-    battle = vote.battle
-    rater = battle.rater
-    settings_by_rule = quality_settings()
-    last_turn = battle.turns.order_by("-index").first()
-    reply_chars = sum(len(text) for text in last_turn.replies.values_list("content", flat=True))
-    recent = list(
-        Vote.objects.filter(battle__rater=rater).order_by("-pk")[: _straight_lining_window(settings_by_rule)]
-    )
-    recent_choices = [dict(v.choices.values_list("dimension__slug", "outcome")) for v in reversed(recent)]
-    checks = {}
-    if vote.seconds_to_vote is not None:
-        checks["too_fast"] = lambda p: qc.check_too_fast(
-            seconds_to_vote=vote.seconds_to_vote, reply_chars=reply_chars, params=p
-        )
-    if battle.attention_expected:
-        checks["attention"] = lambda p: qc.check_attention(
-            expected=battle.attention_expected, answer=vote.attention_answer
-        )
-    checks["straight_lining"] = lambda p: qc.check_straight_lining(recent_choices, p)
-    results = [
-        (settings_by_rule[rule], check(settings_by_rule[rule].params))
-        for rule, check in checks.items()
-        if settings_by_rule[rule].mode != QualityRuleSetting.Mode.OFF
-    ]
-    return _record_outcomes(rater=rater, battle=battle, results=results, vote=vote)
-
-
-def _straight_lining_window(settings_by_rule: dict[str, RuleSetting]) -> int:
-    return int(settings_by_rule["straight_lining"].params.get("run_length", 5))
-
-
-def _record_outcomes(*, rater, battle, results, message: str = "", vote=None) -> Strike | None:
-    """Record every rule's outcome; the first failure of a rule in strike mode strikes (one strike per
-    message or vote at most), failures of rules in flag mode are flagged for staff."""
-    strike = None
-    with transaction.atomic():
-        for setting, result in results:
-            action = RuleOutcome.Action.NONE
-            if result.failed and setting.mode == QualityRuleSetting.Mode.FLAG:
-                action = RuleOutcome.Action.FLAGGED
-            elif result.failed and strike is None:
-                strike = rater_strike(
-                    rater=rater,
-                    rule=result.rule,
-                    reason=result.reason,
-                    message=message,
-                    battle=battle,
-                    vote=vote,
-                )
-                action = RuleOutcome.Action.STRUCK if strike else RuleOutcome.Action.NONE
-            RuleOutcome.objects.create(
-                rater=rater,
-                rule=result.rule,
-                failed=result.failed,
-                score=result.score,
-                action=action,
-                reason=result.reason[:300],
-                battle=battle,
-            )
-    return strike
-
-
-def rater_strike(
-    *, rater: Rater, rule: str, reason: str, message: str = "", battle=None, vote=None
-) -> Strike | None:
-    """Give a strike; the third ends the session and takes every vote of the rater out of the ratings.
-
-    The rater row is locked, so two strikes racing at two make exactly three, and nothing after the
-    third counts (None is returned). `number` on the strike says which warning it is.
-    """
-    with transaction.atomic():
-        locked = Rater.objects.select_for_update(of=("self",)).get(pk=rater.pk)
-        if locked.status == Rater.Status.EXCLUDED:
-            return None
-        try:
-            with transaction.atomic():
-                strike = Strike.objects.create(
-                    rater=locked, rule=rule, reason=reason[:300], message=message, battle=battle, vote=vote
-                )
-        except IntegrityError:
-            return None  # this vote was already judged on this rule
-        strike.number = locked.strikes.filter(lifted_at__isnull=True).count()
-        if strike.number >= STRIKES_TO_EXCLUDE:
-            _rater_exclude(locked)
-    return strike
-
-
-def _rater_exclude(rater: Rater) -> None:
-    from leaderboard.tasks import replay_ratings
-
-    Rater.objects.filter(pk=rater.pk).update(status=Rater.Status.EXCLUDED)
-    Battle.objects.filter(rater=rater, state=Battle.State.ACTIVE).update(
-        state=Battle.State.VOID, void_reason="The rater's session ended.", ended_at=timezone.now()
-    )
-    for tournament_id in _voted_tournament_ids(rater):
-        replay_ratings.delay_on_commit(tournament_id)
-
-
-def _voted_tournament_ids(rater: Rater) -> set[int]:
-    return set(Vote.objects.filter(battle__rater=rater).values_list("battle__tournament_id", flat=True))
-
-
-def strike_lift(*, strike: Strike, staff: str, reason: str) -> Strike:
-    """Lift a strike with a reason. A rater excluded by it is reinstated and their votes count again."""
-    from leaderboard.tasks import replay_ratings
-
-    if not reason.strip():
-        raise InvalidInput("Please give a reason for lifting the strike.")
-    with transaction.atomic():
-        rater = Rater.objects.select_for_update(of=("self",)).get(pk=strike.rater_id)
-        if Strike.objects.filter(pk=strike.pk, lifted_at__isnull=True).update(
-            lifted_at=timezone.now(), lifted_by=staff, lift_reason=reason[:300]
-        ):
-            StaffAction.objects.create(
-                kind=StaffAction.Kind.LIFT_STRIKE,
-                staff=staff,
-                rater_public_id=rater.public_id,
-                strike=strike,
-                reason=reason[:300],
-            )
-            active = rater.strikes.filter(lifted_at__isnull=True).count()
-            if rater.status == Rater.Status.EXCLUDED and active < STRIKES_TO_EXCLUDE:
-                Rater.objects.filter(pk=rater.pk).update(status=Rater.Status.ADMITTED)
-                for tournament_id in _voted_tournament_ids(rater):
-                    replay_ratings.delay_on_commit(tournament_id)
-    strike.refresh_from_db()
-    return strike
-
-
-def rater_exclude_by_staff(*, rater: Rater, staff: str, reason: str) -> None:
-    if not reason.strip():
-        raise InvalidInput("Please give a reason for excluding the rater.")
-    with transaction.atomic():
-        locked = Rater.objects.select_for_update(of=("self",)).get(pk=rater.pk)
-        if locked.status == Rater.Status.EXCLUDED:
-            return
-        StaffAction.objects.create(
-            kind=StaffAction.Kind.EXCLUDE, staff=staff, rater_public_id=locked.public_id, reason=reason[:300]
-        )
-        _rater_exclude(locked)
-
-
-def quality_consensus_scan() -> int:
-    """Flag raters whose overall verdicts disagree with other raters on the same pairs far more than
-    chance allows, for staff review. Never strikes. Returns how many raters were newly flagged."""
-    already = set(RuleOutcome.objects.filter(rule=CONSENSUS_RULE).values_list("rater_id", flat=True))
-    choices = VoteChoice.objects.filter(dimension__slug="overall").exclude(
-        vote__battle__rater__status=Rater.Status.EXCLUDED
-    )
-    votes = []
-    for rater_id, model_a, model_b, outcome in choices.values_list(
-        "vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome"
-    ):
-        # Name each pair in a fixed order so A-vs-B and B-vs-A battles are compared.
-        x, y = sorted((model_a, model_b))
-        won = {"a": model_a, "b": model_b}.get(outcome)
-        votes.append((str(rater_id), str(x), str(y), "tie" if won is None else ("x" if won == x else "y")))
-    params = {**qc.DEFAULT_PARAMS.get(CONSENSUS_RULE, {}), **_consensus_params()}
-    flagged = 0
-    for rater_id, p_value, compared in qc.consensus_outliers(votes, params):
-        if int(rater_id) in already:
-            continue
-        RuleOutcome.objects.create(
-            rater_id=int(rater_id),
-            rule=CONSENSUS_RULE,
-            failed=True,
-            score=p_value,
-            action=RuleOutcome.Action.FLAGGED,
-            reason=f"Overall verdicts disagree with other raters in {compared} comparisons "
-            f"(p = {p_value:.2g}).",
-        )
-        flagged += 1
-    return flagged
-
-
-def _consensus_params() -> dict:
-    row = QualityRuleSetting.objects.filter(rule=CONSENSUS_RULE).first()
-    return row.params if row else {}
-
-
-def turn_topic_judge(*, turn_id: int) -> Strike | None:
-    """The optional LLM judge of topic wandering: asks the configured judge model whether a message
-    (already sent) pursues the battle's task. Off unless an admin turns it on and picks a judge model."""
-    from tournaments.providers import ChatMessage, ProviderError, complete
-    from tournaments.services import provider_config_for
-
-    setting = quality_settings()[LLM_JUDGE_RULE]
-    if setting.mode == QualityRuleSetting.Mode.OFF or setting.judge_model_id is None:
-        return None
-    turn = Turn.objects.select_related("battle__rater").get(pk=turn_id)
-    earlier = list(
-        turn.battle.turns.filter(index__lt=turn.index).order_by("index").values_list("message", flat=True)
-    )
-    if not earlier:
-        return None
-    judge = LLMModel.objects.get(pk=setting.judge_model_id)
-    prompt = qc.JUDGE_PROMPT.format(context="\n".join(earlier), message=turn.message)
-    try:
-        same_task = qc.parse_judge_answer(complete(provider_config_for(judge), [ChatMessage("user", prompt)]))
-    except ProviderError as error:
-        logger.warning("Topic judge %s gave no verdict on turn %s: %s", judge.slug, turn_id, error)
-        return None
-    result = qc.RuleResult(
-        rule=LLM_JUDGE_RULE,
-        failed=same_task is False,
-        score=0.0 if same_task is False else 1.0,
-        reason="please keep to one task in a battle; start a new battle for a new topic."
-        if same_task is False
-        else "",
-    )
-    return _record_outcomes(
-        rater=turn.battle.rater, battle=turn.battle, results=[(setting, result)], message=turn.message
-    )

@@ -17,17 +17,6 @@ urlpatterns = [
     path(
         "staff/studies/<slug:study_slug>/preset/", staff_views.study_apply_preset, name="staff_study_preset"
     ),
-    path("staff/studies/<slug:study_slug>/quality/", staff_views.study_quality, name="staff_quality"),
-    path(
-        "staff/studies/<slug:study_slug>/strikes/<int:strike_id>/lift/",
-        staff_views.strike_lift_view,
-        name="staff_strike_lift",
-    ),
-    path(
-        "staff/studies/<slug:study_slug>/raters/<uuid:rater_id>/exclude/",
-        staff_views.rater_exclude_view,
-        name="staff_rater_exclude",
-    ),
     path(
         "staff/studies/<slug:study_slug>/quotas/<int:quota_id>/target/",
         staff_views.quota_set_target,

@@ -1,6 +1,19 @@
 from django.contrib import admin
 
-from tournaments.models import Battle, Dimension, LLMModel, Reply, Tournament, Turn, Vote, VoteChoice
+from tournaments.models import (
+    Battle,
+    Dimension,
+    LLMModel,
+    QualityRuleSetting,
+    Reply,
+    RuleOutcome,
+    StaffAction,
+    Strike,
+    Tournament,
+    Turn,
+    Vote,
+    VoteChoice,
+)
 
 
 @admin.register(LLMModel)
@@ -46,15 +59,6 @@ class TournamentAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["llm_models"]
     inlines = [DimensionInline]
-    actions = ["publish_fits"]
-
-    @admin.action(description="Fit and publish the boards now")
-    def publish_fits(self, request, queryset):
-        from leaderboard.tasks import publish_fits_for
-
-        for tournament in queryset:
-            publish_fits_for.delay(tournament.pk)
-        self.message_user(request, f"Publishing started for {queryset.count()} tournament(s).")
 
 
 class TurnInline(admin.TabularInline):
@@ -86,3 +90,36 @@ class VoteChoiceInline(admin.TabularInline):
 class VoteAdmin(admin.ModelAdmin):
     list_display = ["battle", "created_at", "seconds_to_vote"]
     inlines = [VoteChoiceInline]
+
+
+@admin.register(QualityRuleSetting)
+class QualityRuleSettingAdmin(admin.ModelAdmin):
+    list_display = ["rule", "mode", "params", "judge_model"]
+    list_editable = ["mode"]
+
+
+@admin.register(Strike)
+class StrikeAdmin(admin.ModelAdmin):
+    list_display = ["rater", "rule", "reason", "created_at", "lifted_at"]
+    list_filter = ["rule", "rater__study"]
+    readonly_fields = ["rater", "rule", "reason", "message", "battle", "vote", "created_at"]
+
+    def has_add_permission(self, request):
+        return False  # strikes come from the rules; lifting is on the study's quality page, with a reason
+
+
+@admin.register(RuleOutcome)
+class RuleOutcomeAdmin(admin.ModelAdmin):
+    list_display = ["rater", "rule", "failed", "score", "action", "created_at"]
+    list_filter = ["rule", "failed", "action"]
+
+
+@admin.register(StaffAction)
+class StaffActionAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "staff", "kind", "rater_public_id", "reason"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -54,7 +54,6 @@ from django.utils.text import slugify
 
 from config.bulk import pg_copy, pg_ids_allocate
 from config.errors import Conflict, InvalidInput, NotFound
-from leaderboard.services import ratings_replay
 from raters.models import Rater, Study
 from raters.panel import keyed_hash
 from tournaments.arena_format import WINNERS, ArenaBattle, BadRow, UnreadableLog
@@ -155,9 +154,10 @@ def battles_import(
     on_progress: Callable[[ImportReport], None] | None = None,
     bulk_copy: bool = True,
 ) -> ImportReport:
-    """Import parsed rows into the tournament in batches of `batch_size` rows, then apply the new votes
-    to the live ratings. Bad rows are counted and the first ones kept in the report; if the rows' source
-    turns unreadable (`UnreadableLog`), what came before is kept and the report says why it stopped."""
+    """Import parsed rows into the tournament in batches of `batch_size` rows. Bad rows are counted and
+    the first ones kept in the report; if the rows' source turns unreadable (`UnreadableLog`), what came
+    before is kept and the report says why it stopped. The live ratings are the caller's to rebuild (the
+    import_battles command replays them)."""
     tournament_import_check(tournament=tournament)
     importer = _Importer(tournament, bulk_copy=bulk_copy)
     report = importer.report
@@ -183,28 +183,7 @@ def battles_import(
     except UnreadableLog as error:
         report.stopped_by = str(error)
     importer.write(batch)
-    _ratings_apply(report, tournament=tournament, on_progress=on_progress)
     return report
-
-
-def _ratings_apply(
-    report: ImportReport, *, tournament: Tournament, on_progress: Callable[[ImportReport], None] | None
-) -> None:
-    """Bring the live ratings up to date with the new votes: a replay of the tournament's whole log in
-    memory, far faster than applying tens of thousands of votes one database transaction at a time."""
-    report.phase = "rating"
-    report.rows_seconds = time.monotonic() - report.started
-    report.ratings_pending = Vote.objects.filter(battle__tournament=tournament, applied__isnull=True).count()
-    if on_progress:
-        on_progress(report)
-    if report.ratings_pending:
-        # Nothing new (a re-import): the live ratings are already those of the log.
-        ratings_replay(tournament_id=tournament.pk)
-    report.ratings_applied = report.ratings_pending
-    report.ratings_seconds = time.monotonic() - report.started - report.rows_seconds
-    report.phase = "done"
-    if on_progress:
-        on_progress(report)
 
 
 class _Importer:
@@ -439,11 +418,11 @@ def _raters_copy(*, study_id: int, hashes: list[str]) -> dict[str, int]:
         columns=[
             "id", "public_id", "study_id", "source", "participant_hash", "panel_session_hash", "status",
             "consented_at", "country_id", "screened_at", "admitted_at", "completed_at", "api_client_id",
-            "created_at",
+            "created_at", "battles_voted",
         ],
         lines=[
             f"{rater_id}\t{uuid.uuid4()}\t{study_id}\t{Rater.Source.PANEL}\t{h}\t\t{Rater.Status.ADMITTED}\t"
-            f"{now}\t\\N\t{now}\t{now}\t\\N\t\\N\t{now}\n"
+            f"{now}\t\\N\t{now}\t{now}\t\\N\t\\N\t{now}\t0\n"
             for rater_id, h in zip(ids, hashes, strict=True)
         ],
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """Matchmaking on the site: which two models a rater meets next.
 
-The statistics live in `tournaments.matchmaker` (pure Python). This module feeds it from the database and
+The statistics live in `stats.matchmaker` (pure Python). This module feeds it from the database and
 keeps its proposals ready in Redis so that starting a battle costs a few milliseconds.
 
 Boards and queues
@@ -36,10 +36,10 @@ from functools import cache
 
 import redis
 from django.conf import settings
-from django.db import transaction
 
+from config.celery_app import enqueue_on_commit
 from raters.models import Rater
-from tournaments.matchmaker import Matchmaker
+from stats.matchmaker import Matchmaker
 from tournaments.models import Battle, Dimension, LLMModel, Tournament, VoteChoice
 
 logger = logging.getLogger(__name__)
@@ -291,8 +291,6 @@ def _slots_from_redis(tournament_id: int, boards: list[int | None]) -> list[Slot
 
 
 def _refill_soon(tournament_id: int, group_id: int | None) -> None:
-    from tournaments.tasks import refill_matchmaking_queue  # tasks import services, which import this
-
-    transaction.on_commit(
-        lambda: refill_matchmaking_queue.delay(tournament_id=tournament_id, group_id=group_id)
+    enqueue_on_commit(
+        "tournaments.tasks.refill_matchmaking_queue", tournament_id=tournament_id, group_id=group_id
     )

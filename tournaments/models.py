@@ -1,3 +1,4 @@
+import os
 import uuid
 
 from django.core.exceptions import ValidationError
@@ -6,8 +7,9 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
-from leaderboard.trueskill_kernel import TrueSkillParams
 from raters.models import Rater
+from stats.trueskill import TrueSkillParams
+from tournaments.providers import ProviderConfig, ProviderError
 
 # Where models named only in an imported battle log "live": no such host, so nothing is ever sent there.
 IMPORTED_BASE_URL = "https://imported.invalid/v1"
@@ -102,6 +104,30 @@ class LLMModel(models.Model):
     def is_imported(self) -> bool:
         """A placeholder for a model known only from an imported battle log (`tournaments.imports`)."""
         return self.base_url == IMPORTED_BASE_URL
+
+    def provider_config(self) -> ProviderConfig:
+        """How to call this model: its settings, with the API key read from the environment now."""
+        api_key = ""
+        if self.api_key_env:
+            api_key = os.environ.get(self.api_key_env, "")
+            if not api_key:
+                raise ProviderError(
+                    "missing_api_key", f"environment variable {self.api_key_env} is not set", kind="config"
+                )
+        return ProviderConfig(
+            provider=self.provider,
+            model_key=self.slug,
+            max_concurrency=self.max_concurrency,
+            requests_per_minute=self.requests_per_minute,
+            base_url=self.base_url,
+            api_model=self.api_model,
+            api_key=api_key,
+            system_prompt=self.system_prompt,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            timeout_seconds=self.timeout_seconds,
+            demo_style=self.demo_style,
+        )
 
 
 class Tournament(models.Model):
@@ -341,3 +367,104 @@ class VoteChoice(models.Model):
 
     def __str__(self):
         return f"{self.dimension}: {self.outcome}"
+
+
+# --- Quality control of what raters send and vote ----------------------------------------------------
+
+
+class QualityRuleSetting(models.Model):
+    """How one quality-control rule acts. Rules without a row act on their defaults (raters/qc.py)."""
+
+    class Mode(models.TextChoices):
+        STRIKE = "strike", "Strike (warns the rater; three strikes end the session)"
+        FLAG = "flag", "Flag only (recorded for staff, the rater is not told)"
+        OFF = "off", "Off"
+
+    rule = models.CharField(max_length=30, unique=True)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STRIKE)
+    params = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Thresholds that replace the rule\'s defaults, e.g. {"min_overlap": 0.05}.',
+    )
+    judge_model = models.ForeignKey(
+        LLMModel,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Only for the LLM topic judge: the model that judges whether a message stays on task.",
+    )
+
+    def __str__(self):
+        return f"{self.rule}: {self.get_mode_display()}"
+
+
+class RuleOutcome(models.Model):
+    """Every rule evaluation, passed or failed, so staff can see how a threshold acts before using it."""
+
+    class Action(models.TextChoices):
+        NONE = "none", "None"
+        STRUCK = "struck", "Struck"
+        FLAGGED = "flagged", "Flagged for review"
+
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="rule_outcomes")
+    rule = models.CharField(max_length=30)
+    failed = models.BooleanField()
+    score = models.FloatField()
+    action = models.CharField(max_length=10, choices=Action.choices, default=Action.NONE)
+    reason = models.CharField(max_length=300, blank=True)
+    battle = models.ForeignKey(Battle, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["rule", "failed"])]
+
+    def __str__(self):
+        return f"{self.rule} {'failed' if self.failed else 'passed'} for {self.rater}"
+
+
+class Strike(models.Model):
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="strikes")
+    rule = models.CharField(max_length=30)
+    reason = models.CharField(max_length=300)
+    # What it concerns: the rejected message's text, or the vote.
+    message = models.TextField(blank=True)
+    battle = models.ForeignKey(Battle, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    vote = models.ForeignKey(Vote, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+    lifted_by = models.CharField(max_length=150, blank=True)
+    lift_reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            # A vote is judged once per rule, however often its checks run.
+            models.UniqueConstraint(
+                fields=["rater", "vote", "rule"],
+                condition=Q(vote__isnull=False),
+                name="strike_once_per_vote_rule",
+            ),
+        ]
+
+    def __str__(self):
+        return f"Strike ({self.rule}) for {self.rater}"
+
+
+class StaffAction(models.Model):
+    """Audit log of staff decisions about raters: lifted strikes, hand exclusions."""
+
+    class Kind(models.TextChoices):
+        LIFT_STRIKE = "lift_strike", "Lifted a strike"
+        EXCLUDE = "exclude", "Excluded a rater"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    staff = models.CharField(max_length=150)
+    rater_public_id = models.UUIDField()
+    strike = models.ForeignKey(Strike, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    reason = models.CharField(max_length=300)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"{self.staff}: {self.get_kind_display()} ({self.rater_public_id})"

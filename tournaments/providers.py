@@ -26,16 +26,30 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
 from tournaments import demo_models
 
-if TYPE_CHECKING:
-    from tournaments.limits import ModelLimiter
+
+class Limiter(Protocol):
+    """What `complete` needs of a limiter: `tournaments.limits.ModelLimiter` is the one the site uses (it
+    imports this module for its errors, so this module names only the shape)."""
+
+    def acquire(
+        self,
+        model_key: str,
+        *,
+        max_concurrency: int,
+        requests_per_minute: int,
+        wait_seconds: float,
+        lease_seconds: float,
+        window_seconds: float = 60,
+    ) -> AbstractContextManager: ...
+
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 # Replies longer than this are refused rather than stored and rendered. For a non-streamed reply it caps
@@ -145,7 +159,7 @@ def complete(
     config: ProviderConfig,
     messages: list[ChatMessage],
     *,
-    limiter: "ModelLimiter | None" = None,
+    limiter: Limiter | None = None,
     sleep: Callable[[float], object] = time.sleep,
     clock: Callable[[], float] = time.time,
 ) -> str:
@@ -166,7 +180,7 @@ def _complete_openai_compatible(
     config: ProviderConfig,
     messages: list[ChatMessage],
     *,
-    limiter: "ModelLimiter | None",
+    limiter: Limiter | None,
     sleep: Callable[[float], object],
     clock: Callable[[], float],
 ) -> str:

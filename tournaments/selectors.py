@@ -2,10 +2,12 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 
+from django.db.models import Count, Q
+
 from config.errors import NotFound
 from raters.models import Rater, Study
-from raters.services import STRIKES_TO_EXCLUDE
-from tournaments.models import Battle, Dimension, Outcome, Reply, Side, Tournament
+from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side, Tournament
+from tournaments.quality import STRIKES_TO_EXCLUDE
 
 
 @dataclass(frozen=True)
@@ -140,3 +142,20 @@ def tournament_is_imported(*, tournament: Tournament) -> bool:
     others = Rater.objects.filter(study__tournament=tournament).exclude(study=study)
     battles = Battle.objects.filter(tournament=tournament)
     return battles.exists() and not battles.filter(rater__in=others).exists()
+
+
+def rule_outcome_stats(*, study: Study) -> list[dict]:
+    """Per rule: how often it was evaluated, failed, struck and flagged, so a threshold can be judged
+    (a rule in flag mode shows how it would have struck)."""
+    rows = (
+        RuleOutcome.objects.filter(rater__study=study)
+        .values("rule")
+        .annotate(
+            evaluated=Count("pk"),
+            failed=Count("pk", filter=Q(failed=True)),
+            struck=Count("pk", filter=Q(action=RuleOutcome.Action.STRUCK)),
+            flagged=Count("pk", filter=Q(action=RuleOutcome.Action.FLAGGED)),
+        )
+        .order_by("rule")
+    )
+    return list(rows)

@@ -1,5 +1,4 @@
 import logging
-import os
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
@@ -9,17 +8,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config.celery_app import enqueue_on_commit, task_named
 from config.errors import Conflict, InvalidInput, SessionEnded, StrikeWarning
-from raters.models import QualityRuleSetting, Rater
-from raters.services import (
-    LLM_JUDGE_RULE,
-    STRIKES_TO_EXCLUDE,
-    message_quality_check,
-    quality_settings,
-    rater_audience_check,
-    rater_mark_completed,
-    vote_quality_check,
-)
+from raters.models import Rater
+from raters.services import rater_audience_check, rater_battle_voted, rater_mark_completed
 from tournaments.defaults import DEFAULT_DIMENSIONS
 from tournaments.identity import self_identification
 from tournaments.limits import ModelLimiter
@@ -29,6 +21,7 @@ from tournaments.models import (
     Dimension,
     LLMModel,
     Outcome,
+    QualityRuleSetting,
     Reply,
     Side,
     Tournament,
@@ -36,7 +29,15 @@ from tournaments.models import (
     Vote,
     VoteChoice,
 )
-from tournaments.providers import ChatMessage, ProviderConfig, ProviderError, complete
+from tournaments.providers import ChatMessage, ProviderError, complete
+from tournaments.quality import (
+    LLM_JUDGE_RULE,
+    STRIKES_TO_EXCLUDE,
+    message_quality_check,
+    quality_settings,
+    vote_quality_check,
+)
+from tournaments.signals import vote_recorded
 
 # Positions and pairs must be unpredictable to raters, so they come from the OS's random source.
 _random = secrets.SystemRandom()
@@ -116,9 +117,6 @@ def _attention_check_for(*, battle_number: int) -> str:
 
 def turn_submit(*, battle: Battle, message: str) -> Turn:
     """Send the rater's message to both models: one turn, two pending replies, two generation tasks."""
-    from raters.tasks import judge_topic
-    from tournaments.tasks import generate_reply
-
     tournament = battle.tournament
     if not message.strip():
         raise InvalidInput("Please type a message first.")
@@ -134,9 +132,9 @@ def turn_submit(*, battle: Battle, message: str) -> Turn:
         turn = Turn.objects.create(battle=battle, index=turns_done, message=message)
         replies = Reply.objects.bulk_create([Reply(turn=turn, side=Side.A), Reply(turn=turn, side=Side.B)])
         for reply in replies:
-            generate_reply.delay_on_commit(reply.pk)
+            enqueue_on_commit("tournaments.tasks.generate_reply", reply.pk)
         if quality_settings()[LLM_JUDGE_RULE].mode != QualityRuleSetting.Mode.OFF:
-            judge_topic.delay_on_commit(turn.pk)
+            enqueue_on_commit("tournaments.tasks.judge_topic", turn.pk)
     return turn
 
 
@@ -185,7 +183,7 @@ def reply_generate(*, reply_id: int) -> None:
         return
     model = battle.model_a if reply.side == Side.A else battle.model_b
     try:
-        text = complete(provider_config_for(model), _conversation(reply), limiter=_limiter())
+        text = complete(model.provider_config(), _conversation(reply), limiter=_limiter())
     except ProviderError as exc:
         _reply_fail(reply, claimed_at=now, error=str(exc)[:300])
         model_record_failure(model=model, error=exc)
@@ -261,30 +259,6 @@ def battle_void(*, battle_id: int, reason: str) -> None:
     )
 
 
-def provider_config_for(model: LLMModel) -> ProviderConfig:
-    api_key = ""
-    if model.api_key_env:
-        api_key = os.environ.get(model.api_key_env, "")
-        if not api_key:
-            raise ProviderError(
-                "missing_api_key", f"environment variable {model.api_key_env} is not set", kind="config"
-            )
-    return ProviderConfig(
-        provider=model.provider,
-        model_key=model.slug,
-        max_concurrency=model.max_concurrency,
-        requests_per_minute=model.requests_per_minute,
-        base_url=model.base_url,
-        api_model=model.api_model,
-        api_key=api_key,
-        system_prompt=model.system_prompt,
-        temperature=model.temperature,
-        max_tokens=model.max_tokens,
-        timeout_seconds=model.timeout_seconds,
-        demo_style=model.demo_style,
-    )
-
-
 def _conversation(reply: Reply) -> list[ChatMessage]:
     """This side's own history: every earlier message with this side's answers, then the new message."""
     messages = []
@@ -304,8 +278,6 @@ def _conversation(reply: Reply) -> list[ChatMessage]:
 def vote_submit(*, battle: Battle, choices: Mapping[str, str]) -> Vote:
     """Record the rater's verdict on every dimension. Submitting the same verdict again returns the vote
     already stored; a different verdict for a voted battle is a conflict."""
-    from leaderboard.tasks import apply_votes
-
     dimensions = list(battle.tournament.dimensions.order_by("position"))
     unanswered = [d.name for d in dimensions if choices.get(d.slug) not in Outcome.values]
     if unanswered:
@@ -339,8 +311,9 @@ def vote_submit(*, battle: Battle, choices: Mapping[str, str]) -> Vote:
             for dimension_id, outcome in verdict.items()
         )
         Battle.objects.filter(pk=battle.pk).update(state=Battle.State.VOTED, ended_at=timezone.now())
+        rater_battle_voted(rater_id=battle.rater_id)
         vote_quality_check(vote=vote)
-        apply_votes.delay_on_commit(vote.pk)
+        vote_recorded.send(sender=Vote, vote_id=vote.pk)
     return vote
 
 
@@ -373,8 +346,6 @@ def replies_reconcile() -> int:
 
     Returns how many replies were acted on. Run periodically by Celery beat.
     """
-    from tournaments.tasks import generate_reply
-
     now = timezone.now()
     lost = Reply.objects.filter(
         Q(state=Reply.State.PENDING, turn__created_at__lt=now - timedelta(seconds=60))
@@ -388,7 +359,7 @@ def replies_reconcile() -> int:
         if attempts >= MAX_REPLY_ATTEMPTS:
             reply_give_up(reply_id=reply_id)
         else:
-            generate_reply.delay(reply_id)
+            task_named("tournaments.tasks.generate_reply").delay(reply_id)
         acted += 1
     return acted
 

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from tournaments import matchmaking, services
+from tournaments import matchmaking, quality, services, sessions
 
 
 @shared_task
@@ -21,3 +21,18 @@ def refill_matchmaking_queue(tournament_id: int, group_id: int | None) -> int:
 @shared_task
 def refill_matchmaking_queues() -> int:
     return matchmaking.queues_refill_all()
+
+
+@shared_task
+def judge_topic(turn_id: int) -> None:
+    quality.turn_topic_judge(turn_id=turn_id)
+
+
+@shared_task
+def scan_consensus() -> int:
+    return quality.quality_consensus_scan()
+
+
+@shared_task
+def release_abandoned_slots() -> int:
+    return sessions.raters_release_abandoned()

@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "raters",
     "tournaments",
     "leaderboard",
+    "bench",
 ]
 
 MIDDLEWARE = [
@@ -142,8 +143,8 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-replies": {"task": "tournaments.tasks.reconcile_replies", "schedule": 60.0},
     "refill-matchmaking": {"task": "tournaments.tasks.refill_matchmaking_queues", "schedule": 20.0},
     "reconcile-ratings": {"task": "leaderboard.tasks.reconcile_ratings", "schedule": 60.0},
-    "release-abandoned-slots": {"task": "raters.tasks.release_abandoned_slots", "schedule": 60.0},
-    "scan-consensus": {"task": "raters.tasks.scan_consensus", "schedule": 3600.0},
+    "release-abandoned-slots": {"task": "tournaments.tasks.release_abandoned_slots", "schedule": 60.0},
+    "scan-consensus": {"task": "tournaments.tasks.scan_consensus", "schedule": 3600.0},
     "publish-fits": {"task": "leaderboard.tasks.publish_fits", "schedule": 3600.0},
 }
 

@@ -3,8 +3,8 @@
 
 import random
 
+from leaderboard.demo_votes import admitted_raters_write, voted_battles_write
 from raters.models import Country, Group, Rater, Study
-from tournaments.demo_votes import admitted_raters_write, voted_battles_write
 from tournaments.models import Tournament, Vote
 
 

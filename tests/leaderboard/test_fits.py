@@ -8,9 +8,9 @@ import pytest
 from leaderboard.models import FitScore, FitSnapshot
 from leaderboard.services import fits_publish
 from raters.models import Rater
-from raters.services import rater_exclude_by_staff
 from tests.conftest import admitted_rater
 from tournaments.models import Battle, Vote
+from tournaments.quality import rater_exclude_by_staff
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +106,22 @@ def test_the_benchmark_command_prints_every_figure_as_json(capsys):
         assert key in figures
     assert figures["replay_max_abs_diff"] < 1e-6
     assert 0 <= figures["coverage"] <= 1
+
+
+def test_it_publishes_a_tournaments_boards_from_the_admin(client, voting_sample, tournament, monkeypatch):
+    """The staff action on "Tournaments' boards" fits and publishes every dimension of the tournament."""
+    from django.contrib.auth import get_user_model
+
+    from config.celery_app import app as celery_app
+
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)  # run the task here, not in a worker
+    admin = get_user_model().objects.create_superuser("boss", password="x")
+    client.force_login(admin)
+    response = client.post(
+        "/staff/admin/leaderboard/tournamentboards/",
+        {"action": "publish_fits", "_selected_action": [tournament.pk]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "Publishing started for 1 tournament(s)." in response.content.decode()
+    assert FitSnapshot.objects.filter(tournament=tournament).count() == tournament.dimensions.count()

@@ -10,13 +10,14 @@ import redis
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard import btd, personal
+from leaderboard import personal
 from leaderboard.boards import board_cache_bump
+from leaderboard.demo_votes import voted_battles_write
 from leaderboard.models import FitPosterior, FitScore, FitSnapshot
 from leaderboard.services import POSTERIORS_KEPT, fits_publish
 from raters.models import Group
+from stats.summaries import draws_summary
 from tests.leaderboard.board_data import raters_in
-from tournaments.demo_votes import voted_battles_write
 from tournaments.models import LLMModel
 
 pytestmark = pytest.mark.django_db
@@ -95,7 +96,7 @@ def test_it_stores_a_posterior_that_reproduces_the_group_boards_within_draw_nois
     posterior = personal.posterior_get(snapshot.pk)
     oldest = Group.objects.get(slug=OLDEST)
     draws = personal._cell_draws(snapshot.pk, (oldest.pk,))
-    summary = btd.draws_summary(draws.point, draws.draws.astype(float))
+    summary = draws_summary(draws.point, draws.draws.astype(float))
     published = {s.model_id: s for s in FitScore.objects.filter(snapshot=snapshot, group=oldest)}
     assert set(published) == set(posterior.model_ids)
     for k, model_id in enumerate(posterior.model_ids):
@@ -107,7 +108,7 @@ def test_it_stores_a_posterior_that_reproduces_the_group_boards_within_draw_nois
         assert abs(summary.p_best[k] - score.p_best) < 0.05
     # The pooled board's stored draws are the ones its published scores were summarised from.
     pooled = {s.model_id: s for s in FitScore.objects.filter(snapshot=snapshot, group=None)}
-    stored = btd.draws_summary(posterior.pooled.point, posterior.pooled.draws.astype(float))
+    stored = draws_summary(posterior.pooled.point, posterior.pooled.draws.astype(float))
     for k, model_id in enumerate(posterior.model_ids):
         assert stored.point[k] == pooled[model_id].score
         assert stored.low[k] == pytest.approx(pooled[model_id].score_low, abs=1e-6)

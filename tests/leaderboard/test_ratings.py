@@ -1,10 +1,9 @@
 import pytest
 import trueskill
 
-from leaderboard.live_trueskill import rate_outcome
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.services import ratings_apply_pending, ratings_apply_vote
-from leaderboard.trueskill_kernel import TrueSkillParams
+from stats.trueskill import TrueSkillParams, rate_outcome
 from tests.helpers import voted_battle
 
 pytestmark = pytest.mark.django_db

@@ -14,10 +14,10 @@ from raters.services import (
     rater_complete_if_done,
     rater_create,
     rater_screen,
-    raters_release_abandoned,
 )
 from tests.conftest import admitted_rater
 from tests.helpers import voted_battle
+from tournaments.sessions import raters_release_abandoned
 
 pytestmark = pytest.mark.django_db
 

@@ -5,9 +5,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils.html import escape
 
-from raters.census import PRESETS
 from raters.models import Group, Quota, Study
 from raters.services import quota_set
+from stats.census import PRESETS
 from tests.conftest import admitted_rater
 
 pytestmark = pytest.mark.django_db

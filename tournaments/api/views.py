@@ -19,7 +19,7 @@ from config.errors import ApplicationError, SessionEnded
 from config.ratelimit import rate_limit
 from raters.models import Rater
 from raters.selectors import rater_outcome, screener_countries
-from raters.services import api_rater_enter, rater_admit, rater_complete_if_done, rater_finish
+from raters.services import api_rater_enter, rater_admit
 from tournaments.api.authentication import ApiClientAuthentication, IsApiClient
 from tournaments.api.selectors import client_battle, client_rater, rater_state
 from tournaments.api.serializers import (
@@ -34,6 +34,7 @@ from tournaments.api.serializers import (
 from tournaments.models import Battle
 from tournaments.selectors import battle_view
 from tournaments.services import battle_start, turn_submit, vote_submit
+from tournaments.sessions import rater_complete_if_done, rater_finish
 
 TAGS = ["rater"]
 SESSION_ENDED = OpenApiResponse(

@@ -1,0 +1,36 @@
+import importlib
+import json
+
+from django.core.management.base import BaseCommand
+
+# Each benchmark is a function `run(*, quick: bool) -> dict` in its own module, imported only when asked
+# for, so one benchmark's dependencies never slow down another.
+BENCHMARKS = {
+    "ratings": "bench.ratings",
+    "matchmaking": "bench.matchmaking",
+    "web": "bench.web",
+    "scale": "bench.scale",
+}
+
+
+class Command(BaseCommand):
+    help = (
+        "Print benchmark figures. ratings: replay with the closed-form TrueSkill kernel against the "
+        "trueskill package, the batch fit at Arena scale, interval coverage. matchmaking: the matchmaker "
+        "against uniform random pairing in simulation. web: the leaderboard page and board API under "
+        "concurrent load against a trivial view on the same server. scale: an Arena-scale log "
+        "through import, fit, first API and page requests."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("what", choices=sorted(BENCHMARKS), help="What to benchmark.")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="Print one JSON object.")
+        parser.add_argument("--quick", action="store_true", help="Small sizes, for a smoke test.")
+
+    def handle(self, *args, what: str, as_json: bool, quick: bool, **options):
+        results = importlib.import_module(BENCHMARKS[what]).run(quick=quick)
+        if as_json:
+            self.stdout.write(json.dumps(results, indent=2, default=float))
+            return
+        for key, value in results.items():
+            self.stdout.write(f"{key:>32}: {value}")

@@ -1,0 +1,680 @@
+"""Published ratings for one dimension: a Bradley-Terry-Davidson fit with hierarchical group offsets.
+
+Pure numpy/scipy (no Django), so the batch job, the benchmark and the tests can all call it directly.
+
+The model
+---------
+A rater belongs to a *cell*: the tuple of demographic groups they are in, one per axis they answered
+(an axis they declined adds nothing, so the cell of someone who declined everything is ``()``). In cell
+``c`` model ``i`` has the effective skill
+
+    s_i = theta_i + sum_{g in c} u_{i,g}
+
+and a comparison of ``i`` with ``j`` ends, with ``D = e^{s_i} + e^{s_j} + nu e^{(s_i + s_j) / 2}``, in
+
+    P(i wins) = e^{s_i} / D,   P(j wins) = e^{s_j} / D,   P(tie) = nu e^{(s_i + s_j) / 2} / D.
+
+``nu`` (Davidson's tie parameter) is fitted on the log scale. Dividing through by ``e^{(s_i + s_j)/2}``
+shows the likelihood depends on the skills only through ``d = s_i - s_j``; that is what makes the fit
+work on sufficient statistics: a row ``(cell, i, j, wins_i, wins_j, ties)`` carries everything the votes
+of that cell on that pair say, so the cost grows with distinct (cell, pair) rows, never with raw votes.
+
+Priors and identifiability
+--------------------------
+* ``theta_i ~ Normal(0, theta_prior_sd^2)`` (weak, default sd 10; ``None`` = flat, plain likelihood).
+* ``u_{i,g} ~ Normal(0, tau_g^2)``: group offsets are shrunk towards zero, so a group with little data
+  looks like everyone else. ``tau`` is ``group_prior_sd``: a number (all groups), one number per group,
+  or ``"estimate"``, which refits over ``tau_grid`` and keeps the value with the highest
+  Laplace-approximate marginal likelihood (empirical Bayes on a grid; one common tau for all groups).
+* Identifiability by **centring**. Adding a constant to every theta, or to every model's offset in one
+  group, changes no probability. The Gaussian priors already pin those directions at zero (the mode has
+  sum(theta) = 0 and sum_i u_{i,g} = 0 exactly), and a quadratic penalty ``(n / 2) mean(theta)^2`` pins
+  the theta direction when the theta prior is flat. These directions are exact eigenvectors of the
+  Hessian, so they do not mix with anything else: every reported estimate, draw and standard error is of
+  the *centred* parameters, which is equivalent to a sum-to-zero constraint. ``Fit.covariance`` is the
+  raw inverse Hessian; its variance along the common shifts (prior-only) is removed by centring draws.
+
+The fit is the posterior mode (MAP), by ``scipy.optimize.minimize`` (trust-region Newton-CG with the
+analytic gradient and Hessian, or L-BFGS-B with the gradient), and the Laplace approximation gives the
+posterior covariance: the inverse of the negative log-posterior Hessian at the mode.
+
+Boards of a population (scores, intervals, ranks, P(best)) are drawn from this posterior in
+``stats.posterior`` and summarised in ``stats.summaries``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg, optimize, sparse
+
+__all__ = ["Cell", "Counts", "Fit", "Population", "fit_bt_logistic", "fit_bt_plain", "fit_btd"]
+
+Cell = tuple[int, ...]
+Population = Sequence[tuple[Cell, float]]
+
+OUTCOMES = ("i", "j", "tie")
+DEFAULT_TAU_GRID = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5)
+# Aggregate by counting into every (cell, pair) slot when there are at most this many of them.
+_DENSE_KEYS = 20_000_000
+# Curvature of the centring penalty on mean(theta); any positive value gives the same centred fit.
+_CENTRING = 1.0
+
+
+# --- Sufficient statistics -------------------------------------------------------------------------
+
+
+@dataclass
+class Counts:
+    """Votes aggregated per (cell, pair).
+
+    ``cells[k]`` is the tuple of group ids of cell ``k``. Each row of ``rows`` is
+    ``(cell index, i, j, wins_i, wins_j, ties)``; counts may be fractional, and the same (cell, pair)
+    may appear in several rows, in either orientation (the fit adds them up).
+    """
+
+    cells: list[tuple[int, ...]]
+    rows: np.ndarray  # shape (n, 6): cell index, i, j, wins_i, wins_j, ties
+
+    def __post_init__(self) -> None:
+        self.rows = np.asarray(self.rows, dtype=float).reshape(-1, 6)
+
+    @classmethod
+    def from_votes(
+        cls, votes: Iterable[tuple[Cell, int, int, str]], n_models: int, *, aggregate: bool = True
+    ) -> Counts:
+        """Counts from single votes ``(cell groups, i, j, outcome)``, outcome "i", "j" or "tie".
+
+        With ``aggregate=False`` every vote keeps its own row (to test that aggregation changes nothing).
+        """
+        cell_index: dict[Cell, int] = {}
+        rows: list[tuple[int, int, int, int, int, int]] = []
+        for groups, i, j, outcome in votes:
+            if outcome not in OUTCOMES:
+                raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
+            if not (0 <= i < n_models and 0 <= j < n_models) or i == j:
+                raise ValueError(f"bad pair ({i}, {j}) for {n_models} models")
+            cell = cell_index.setdefault(tuple(groups), len(cell_index))
+            rows.append((cell, i, j, outcome == "i", outcome == "j", outcome == "tie"))
+        counts = cls(cells=list(cell_index), rows=np.array(rows, dtype=float).reshape(-1, 6))
+        return counts.aggregated(n_models) if aggregate else counts
+
+    def aggregated(self, n_models: int) -> Counts:
+        """The same counts with one row per distinct (cell, unordered pair), oriented i < j."""
+        cell, i, j = (self.rows[:, k].astype(np.intp) for k in range(3))
+        wins_i, wins_j, ties = self.rows[:, 3], self.rows[:, 4], self.rows[:, 5]
+        swap = i > j
+        low, high = np.where(swap, j, i), np.where(swap, i, j)
+        key = (cell * n_models + low) * n_models + high
+        columns = (np.where(swap, wins_j, wins_i), np.where(swap, wins_i, wins_j), ties)
+        if len(self.cells) * n_models**2 <= _DENSE_KEYS:
+            # Small key space: counting into every possible (cell, pair) slot beats sorting the rows.
+            seen = np.bincount(key, minlength=len(self.cells) * n_models**2) > 0
+            keys = np.flatnonzero(seen)
+            sums = [np.bincount(key, weights=column, minlength=len(seen))[keys] for column in columns]
+        else:
+            keys, inverse = np.unique(key, return_inverse=True)
+            sums = [np.bincount(inverse, weights=column, minlength=len(keys)) for column in columns]
+        pair, cells = keys % (n_models * n_models), keys // (n_models * n_models)
+        rows = np.column_stack([cells, pair // n_models, pair % n_models, *sums])
+        return Counts(cells=list(self.cells), rows=rows)
+
+    @property
+    def n_votes(self) -> float:
+        return float(self.rows[:, 3:].sum())
+
+
+# --- The fitted posterior ----------------------------------------------------------------------------
+
+
+@dataclass
+class Fit:
+    """The posterior mode and its Laplace approximation.
+
+    Parameters are packed as ``[theta (n_models), offsets group by group (n_groups blocks of n_models),
+    log_nu]``; the offsets block is absent without groups and log_nu without the tie model (then
+    ``log_nu`` is ``-inf``: no ties, which were counted as half a win each way).
+    """
+
+    theta: np.ndarray  # (n_models,), centred
+    offsets: np.ndarray  # (n_models, n_groups), each group's column centred; zeros without groups
+    log_nu: float
+    covariance: np.ndarray  # inverse negative log-posterior Hessian over the packed parameters
+    with_groups: bool
+    tie_model: bool
+    group_prior_sd: np.ndarray  # (n_groups,)
+    theta_prior_sd: float | None
+    converged: bool
+    iterations: int
+    message: str
+    grad_norm: float
+    neg_log_posterior: float
+    log_marginal: float  # Laplace approximation of log p(data | tau), up to a tau-free constant
+    tau_search: dict[float, float] = field(default_factory=dict)  # tau -> log_marginal, if estimated
+
+    @property
+    def n_models(self) -> int:
+        return len(self.theta)
+
+    @property
+    def n_groups(self) -> int:
+        return self.offsets.shape[1]
+
+    def packed(self) -> np.ndarray:
+        """The mode as one vector, in the layout of ``covariance``."""
+        return _pack(
+            self.theta, self.offsets, self.log_nu, with_groups=self.with_groups, tie_model=self.tie_model
+        )
+
+    def theta_se(self) -> np.ndarray:
+        """Posterior standard deviations of the centred theta."""
+        n = self.n_models
+        block = _centre_both(self.covariance[:n, :n])
+        return np.sqrt(np.clip(np.diag(block), 0.0, None))
+
+    def offsets_se(self) -> np.ndarray:
+        """Posterior standard deviations of the centred offsets, shape (n_models, n_groups)."""
+        if not self.with_groups:
+            return np.zeros_like(self.offsets)
+        n = self.n_models
+        out = np.empty_like(self.offsets)
+        for g in range(self.n_groups):
+            block = slice(n * (1 + g), n * (2 + g))
+            out[:, g] = np.sqrt(np.clip(np.diag(_centre_both(self.covariance[block, block])), 0.0, None))
+        return out
+
+    def log_nu_se(self) -> float:
+        return math.sqrt(self.covariance[-1, -1]) if self.tie_model else 0.0
+
+
+def _centre_both(block: np.ndarray) -> np.ndarray:
+    """C @ block @ C with C = I - 11'/n: the covariance of centred parameters."""
+    block = block - block.mean(axis=0, keepdims=True)
+    return block - block.mean(axis=1, keepdims=True)
+
+
+def _pack(theta, offsets, log_nu, *, with_groups: bool, tie_model: bool) -> np.ndarray:
+    parts = [theta]
+    if with_groups:
+        parts.append(offsets.T.ravel())
+    if tie_model:
+        parts.append([log_nu])
+    return np.concatenate(parts)
+
+
+# --- The objective -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Problem:
+    """Preprocessed rows and prior settings: everything the objective needs, as flat arrays."""
+
+    n_models: int
+    n_groups: int
+    with_groups: bool
+    tie_model: bool
+    cell: np.ndarray  # (rows,) cell index
+    i: np.ndarray
+    j: np.ndarray
+    wins_i: np.ndarray
+    wins_j: np.ndarray
+    ties: np.ndarray
+    design: np.ndarray  # (cells, 1 + groups): column 0 all ones (theta), then group membership
+    theta_precision: float
+    group_precision: np.ndarray  # (n_groups,)
+
+    @property
+    def n_cells(self) -> int:
+        return self.design.shape[0]
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.wins_i + self.wins_j + self.ties
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        n, groups = self.n_models, self.n_groups
+        theta = x[:n]
+        offsets = x[n : n * (1 + groups)].reshape(groups, n).T if self.with_groups else np.zeros((n, groups))
+        log_nu = float(x[-1]) if self.tie_model else -math.inf
+        return theta, offsets, log_nu
+
+    def skill_table(self, theta: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """(cells, models): each model's effective skill in each cell."""
+        return theta[None, :] + self.design[:, 1:] @ offsets.T
+
+
+def _check_counts(counts: Counts, *, n_models: int, n_groups: int, with_groups: bool) -> None:
+    if n_models < 2:
+        raise ValueError("need at least two models")
+    rows = counts.rows
+    if not len(rows):
+        return
+    if rows[:, 3:].min() < 0 or not np.isfinite(rows).all():
+        raise ValueError("counts must be finite and non-negative")
+    i, j = rows[:, 1].astype(np.intp), rows[:, 2].astype(np.intp)
+    if min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= n_models or (i == j).any():
+        raise ValueError(f"model indices must be distinct and in [0, {n_models})")
+    if rows[:, 0].min() < 0 or rows[:, 0].max() >= len(counts.cells):
+        raise ValueError("a row refers to a cell that is not in counts.cells")
+    for cell in counts.cells if with_groups else []:
+        if len(set(cell)) != len(cell) or any(not 0 <= g < n_groups for g in cell):
+            raise ValueError(f"cell {cell} must hold distinct group ids in [0, {n_groups})")
+
+
+def _design(cells: list[Cell], n_groups: int) -> np.ndarray:
+    """(cells, 1 + groups): a column of ones for theta, then each cell's group membership."""
+    design = np.zeros((len(cells), 1 + n_groups))
+    design[:, 0] = 1.0
+    for k, cell in enumerate(cells):
+        design[k, [1 + g for g in cell]] = 1.0
+    return design
+
+
+def _problem(
+    counts: Counts,
+    *,
+    n_models: int,
+    n_groups: int,
+    with_groups: bool,
+    tie_model: bool,
+    theta_prior_sd: float | None,
+    tau: np.ndarray,
+) -> _Problem:
+    """Validate and aggregate the counts; without groups, cells are merged (they cannot matter)."""
+    _check_counts(counts, n_models=n_models, n_groups=n_groups, with_groups=with_groups)
+    if with_groups:
+        cells, merged = [tuple(cell) for cell in counts.cells], counts
+    else:
+        cells, merged = [()], Counts(cells=[()], rows=counts.rows * [0, 1, 1, 1, 1, 1])
+    merged = merged.aggregated(n_models)
+    rows = merged.rows[merged.rows[:, 3:].sum(axis=1) > 0]
+    wins_i, wins_j, ties = rows[:, 3].copy(), rows[:, 4].copy(), rows[:, 5].copy()
+    if not tie_model:
+        # Ties become half a win for each side, and nu is 0: plain Bradley-Terry.
+        wins_i += ties / 2
+        wins_j += ties / 2
+        ties[:] = 0.0
+    return _Problem(
+        n_models=n_models,
+        n_groups=n_groups,
+        with_groups=with_groups,
+        tie_model=tie_model,
+        cell=rows[:, 0].astype(np.intp),
+        i=rows[:, 1].astype(np.intp),
+        j=rows[:, 2].astype(np.intp),
+        wins_i=wins_i,
+        wins_j=wins_j,
+        ties=ties,
+        design=_design(cells, n_groups),
+        theta_precision=0.0 if theta_prior_sd is None else theta_prior_sd**-2,
+        group_precision=tau**-2.0,
+    )
+
+
+def _row_terms(problem: _Problem, x: np.ndarray):
+    """Per row: half the skill gap a = d/2, log D' (D divided by e^{(s_i+s_j)/2}), and log nu."""
+    theta, offsets, log_nu = problem.unpack(x)
+    table = problem.skill_table(theta, offsets)
+    half_gap = 0.5 * (table[problem.cell, problem.i] - table[problem.cell, problem.j])
+    log_denominator = np.logaddexp(half_gap, -half_gap)
+    if problem.tie_model:
+        log_denominator = np.logaddexp(log_denominator, log_nu)
+    return half_gap, log_denominator, log_nu
+
+
+def _prior_terms(problem: _Problem, x: np.ndarray) -> tuple[float, np.ndarray]:
+    """Negative log prior (without constants) plus the centring penalty, and its gradient."""
+    n = problem.n_models
+    theta = x[:n]
+    grad = np.zeros_like(x)
+    mean = theta.mean()
+    value = 0.5 * problem.theta_precision * theta @ theta + 0.5 * _CENTRING * n * mean**2
+    grad[:n] = problem.theta_precision * theta + _CENTRING * mean
+    if problem.with_groups:
+        offsets = x[n : n * (1 + problem.n_groups)].reshape(problem.n_groups, n)
+        precision = problem.group_precision[:, None]
+        value += 0.5 * float((precision * offsets**2).sum())
+        grad[n : n * (1 + problem.n_groups)] = (precision * offsets).ravel()
+    return value, grad
+
+
+def _objective(x: np.ndarray, problem: _Problem) -> tuple[float, np.ndarray]:
+    """Negative log posterior and its analytic gradient."""
+    half_gap, log_denominator, log_nu = _row_terms(problem, x)
+    total = problem.total
+    tie_term = problem.ties * log_nu if problem.tie_model else 0.0
+    log_lik = (problem.wins_i - problem.wins_j) * half_gap + tie_term - total * log_denominator
+    prior, grad = _prior_terms(problem, x)
+    value = float(prior) - float(np.sum(log_lik))
+    p_i = np.exp(half_gap - log_denominator)
+    p_j = np.exp(-half_gap - log_denominator)
+    # d(-log lik)/d(s_i - s_j) per row, spread onto the (cell, model) skill table with bincount.
+    residual = 0.5 * (total * (p_i - p_j) - (problem.wins_i - problem.wins_j))
+    table_grad = _scatter_pairs(problem, residual)
+    n = problem.n_models
+    grad[:n] += table_grad.sum(axis=0)
+    if problem.with_groups:
+        grad[n : n * (1 + problem.n_groups)] += (problem.design[:, 1:].T @ table_grad).ravel()
+    if problem.tie_model:
+        p_tie = np.exp(log_nu - log_denominator)
+        grad[-1] += float(np.sum(total * p_tie - problem.ties))
+    return value, grad
+
+
+def _scatter_pairs(problem: _Problem, values: np.ndarray) -> np.ndarray:
+    """(cells, models) table of sum(values) over rows where the model is i minus rows where it is j."""
+    size = problem.n_cells * problem.n_models
+    base = problem.cell * problem.n_models
+    plus = np.bincount(base + problem.i, weights=values, minlength=size)
+    minus = np.bincount(base + problem.j, weights=values, minlength=size)
+    return (plus - minus).reshape(problem.n_cells, problem.n_models)
+
+
+def _hessian(x: np.ndarray, problem: _Problem) -> np.ndarray:
+    """Analytic Hessian of the negative log posterior (dense).
+
+    Per row, the negative log likelihood is N log D'(d, log nu) minus terms linear in the parameters,
+    so its Hessian is N times that of log D': with p_i, p_j, p_t the outcome probabilities,
+    d2/dd2 = (p_i + p_j - (p_i - p_j)^2) / 4, d2/dd dlognu = -p_t (p_i - p_j) / 2,
+    d2/dlognu2 = p_t (1 - p_t). In skill-table coordinates each cell contributes a weighted graph
+    Laplacian; block (a, b) of the parameter Hessian (a, b = theta or a group) sums the Laplacians of
+    the cells holding both, which is one matrix product over cells.
+    """
+    half_gap, log_denominator, log_nu = _row_terms(problem, x)
+    total = problem.total
+    p_i = np.exp(half_gap - log_denominator)
+    p_j = np.exp(-half_gap - log_denominator)
+    p_tie = np.exp(log_nu - log_denominator) if problem.tie_model else np.zeros_like(p_i)
+    curvature = total * (p_i + p_j - (p_i - p_j) ** 2) / 4
+    n, cells = problem.n_models, problem.n_cells
+    flat = (problem.cell * n + problem.i) * n + problem.j
+    weights = np.bincount(flat, weights=curvature, minlength=cells * n * n).reshape(cells, n, n)
+    weights += weights.transpose(0, 2, 1)
+    laplacians = -weights
+    laplacians[:, np.arange(n), np.arange(n)] += weights.sum(axis=2)
+    design = problem.design if problem.with_groups else problem.design[:, :1]
+    blocks = design.shape[1]
+    pair_design = (design[:, :, None] * design[:, None, :]).reshape(cells, blocks * blocks)
+    summed = (pair_design.T @ laplacians.reshape(cells, n * n)).reshape(blocks, blocks, n, n)
+    size = blocks * n + problem.tie_model
+    hessian = np.zeros((size, size))
+    hessian[: blocks * n, : blocks * n] = summed.transpose(0, 2, 1, 3).reshape(blocks * n, blocks * n)
+    if problem.tie_model:
+        cross = _scatter_pairs(problem, -total * p_tie * (p_i - p_j) / 2)
+        hessian[: blocks * n, -1] = hessian[-1, : blocks * n] = (design.T @ cross).ravel()
+        hessian[-1, -1] = float(np.sum(total * p_tie * (1 - p_tie)))
+    _add_prior_hessian(hessian, problem)
+    return hessian
+
+
+def _add_prior_hessian(hessian: np.ndarray, problem: _Problem) -> None:
+    n = problem.n_models
+    hessian[:n, :n] += _CENTRING / n
+    hessian[np.arange(n), np.arange(n)] += problem.theta_precision
+    if problem.with_groups:
+        diagonal = np.arange(n, n * (1 + problem.n_groups))
+        hessian[diagonal, diagonal] += np.repeat(problem.group_precision, n)
+
+
+# --- Fitting -------------------------------------------------------------------------------------
+
+
+def fit_btd(
+    counts: Counts,
+    *,
+    n_models: int,
+    n_groups: int,
+    group_prior_sd: float | Sequence[float] | str = 0.5,
+    theta_prior_sd: float | None = 10.0,
+    with_groups: bool = True,
+    tie_model: bool = True,
+    method: str = "trust-ncg",
+    tau_grid: Sequence[float] = DEFAULT_TAU_GRID,
+) -> Fit:
+    """MAP fit of the Bradley-Terry-Davidson model with group offsets, plus its Laplace covariance.
+
+    ``group_prior_sd`` is tau: one value, one per group, or ``"estimate"`` (the ``tau_grid`` value with
+    the highest Laplace marginal likelihood, refitting from the previous mode). ``with_groups=False``
+    drops the offsets (and merges cells); ``tie_model=False`` counts each tie as half a win for each
+    side with nu = 0, and with ``theta_prior_sd=None`` that is plain Bradley-Terry maximum likelihood.
+    ``method`` is "trust-ncg" (Newton with the analytic Hessian) or "L-BFGS-B" (gradient only).
+    """
+    if isinstance(group_prior_sd, str):
+        if group_prior_sd != "estimate":
+            raise ValueError('group_prior_sd must be a number, one number per group, or "estimate"')
+        return _fit_estimating_tau(
+            counts,
+            n_models=n_models,
+            n_groups=n_groups,
+            theta_prior_sd=theta_prior_sd,
+            with_groups=with_groups,
+            tie_model=tie_model,
+            method=method,
+            tau_grid=tau_grid,
+        )
+    tau = np.broadcast_to(np.asarray(group_prior_sd, dtype=float), (n_groups,)).copy()
+    if (tau <= 0).any():
+        raise ValueError("group_prior_sd must be positive")
+    problem = _problem(
+        counts,
+        n_models=n_models,
+        n_groups=n_groups,
+        with_groups=with_groups,
+        tie_model=tie_model,
+        theta_prior_sd=theta_prior_sd,
+        tau=tau,
+    )
+    return _fit_problem(problem, method=method, start=None, theta_prior_sd=theta_prior_sd)
+
+
+def _fit_estimating_tau(counts: Counts, *, tau_grid: Sequence[float], **kwargs) -> Fit:
+    """Empirical Bayes for one common tau: the grid value with the highest Laplace marginal."""
+    if not kwargs["with_groups"]:
+        raise ValueError("tau can only be estimated with groups")
+    best: Fit | None = None
+    start: np.ndarray | None = None
+    search: dict[float, float] = {}
+    # From wide to narrow, so each refit starts from a nearby mode.
+    for tau in sorted(tau_grid, reverse=True):
+        problem = _problem(
+            counts,
+            n_models=kwargs["n_models"],
+            n_groups=kwargs["n_groups"],
+            with_groups=True,
+            tie_model=kwargs["tie_model"],
+            theta_prior_sd=kwargs["theta_prior_sd"],
+            tau=np.full(kwargs["n_groups"], float(tau)),
+        )
+        fit = _fit_problem(
+            problem, method=kwargs["method"], start=start, theta_prior_sd=kwargs["theta_prior_sd"]
+        )
+        start = fit.packed()
+        search[float(tau)] = fit.log_marginal
+        if best is None or fit.log_marginal > best.log_marginal:
+            best = fit
+    assert best is not None  # noqa: S101 - tau_grid is not empty
+    best.tau_search = dict(sorted(search.items()))
+    return best
+
+
+def _start(problem: _Problem) -> np.ndarray:
+    """Zeros, and nu matching the tie share of equal models: P(tie) = nu / (2 + nu)."""
+    size = problem.n_models * (1 + problem.n_groups * problem.with_groups) + problem.tie_model
+    x = np.zeros(size)
+    if problem.tie_model:
+        share = (problem.ties.sum() + 0.5) / (problem.total.sum() + 1.0)
+        x[-1] = math.log(2 * share / (1 - share))
+    return x
+
+
+# Solver tolerance on the gradient of the per-vote objective (see _minimise).
+GTOL = 1e-10
+
+
+def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.OptimizeResult:
+    """Minimise the negative log posterior divided by the number of votes.
+
+    Why divide: scipy's Newton-CG solves each Newton system only to a relative residual of
+    min(0.5, sqrt(|grad|)), so with gradients in raw vote counts (thousands) every step is a crude
+    half-step and convergence is linear; per vote, |grad| < 1 and the steps are full Newton steps.
+    """
+    scale = 1.0 / max(float(problem.total.sum()), 1.0)
+
+    def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = _objective(x, problem)
+        return scale * value, scale * grad
+
+    if method == "trust-ncg":
+        return optimize.minimize(
+            objective,
+            x0,
+            jac=True,
+            hess=lambda x: scale * _hessian(x, problem),
+            method="trust-ncg",
+            options={"gtol": GTOL, "maxiter": 200},
+        )
+    if method == "L-BFGS-B":
+        return optimize.minimize(
+            objective,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"gtol": GTOL, "ftol": 1e-15, "maxiter": 20_000, "maxcor": 30},
+        )
+    raise ValueError('method must be "trust-ncg" or "L-BFGS-B"')
+
+
+def _fit_problem(
+    problem: _Problem, *, method: str, start: np.ndarray | None, theta_prior_sd: float | None
+) -> Fit:
+    result = _minimise(problem, _start(problem) if start is None else start, method)
+    x = _centred(problem, result.x)
+    value, grad = _objective(x, problem)
+    hessian = _hessian(x, problem)
+    factor = linalg.cho_factor(hessian, lower=True)
+    covariance = linalg.cho_solve(factor, np.eye(len(x)))
+    theta, offsets, log_nu = problem.unpack(x)
+    grad_norm = float(np.linalg.norm(grad))
+    return Fit(
+        theta=theta.copy(),
+        offsets=offsets.copy(),
+        log_nu=log_nu,
+        covariance=covariance,
+        with_groups=problem.with_groups,
+        tie_model=problem.tie_model,
+        group_prior_sd=problem.group_precision**-0.5,
+        theta_prior_sd=theta_prior_sd,
+        # trust-ncg can stop on "bad approximation" once a Newton step's gain is below the rounding
+        # of the objective; the per-vote gradient is the honest test.
+        converged=bool(result.success or grad_norm <= 100 * GTOL * max(float(problem.total.sum()), 1.0)),
+        iterations=int(result.nit),
+        message=str(result.message),
+        grad_norm=grad_norm,
+        neg_log_posterior=value,
+        log_marginal=_log_marginal(problem, value, np.diag(factor[0])),
+    )
+
+
+def _centred(problem: _Problem, x: np.ndarray) -> np.ndarray:
+    """Remove the (numerically tiny) common shifts the likelihood cannot see."""
+    x = x.copy()
+    n = problem.n_models
+    blocks = 1 + problem.n_groups * problem.with_groups
+    shaped = x[: n * blocks].reshape(blocks, n)
+    x[: n * blocks] = (shaped - shaped.mean(axis=1, keepdims=True)).ravel()
+    return x
+
+
+def _log_marginal(problem: _Problem, neg_log_posterior: float, cholesky_diagonal: np.ndarray) -> float:
+    """Laplace: log p(y | tau) ~ -(neg log posterior at the mode, with the prior's normalising
+    constants) + (P/2) log 2 pi - (1/2) log det H. Terms that do not depend on tau are dropped."""
+    value = -neg_log_posterior - float(np.sum(np.log(cholesky_diagonal)))
+    if problem.with_groups:
+        value -= 0.5 * problem.n_models * float(np.sum(np.log(2 * math.pi / problem.group_precision)))
+        value += 0.5 * problem.n_models * problem.n_groups * math.log(2 * math.pi)
+    return value
+
+
+# --- Plain Bradley-Terry references ------------------------------------------------------------------
+
+
+def _pair_wins(counts: Counts, n_models: int) -> np.ndarray:
+    """wins[a, b]: times a beat b over all cells, each tie counted as half a win for both."""
+    rows = counts.rows
+    i, j = rows[:, 1].astype(np.intp), rows[:, 2].astype(np.intp)
+    wins = np.zeros((n_models, n_models))
+    np.add.at(wins, (i, j), rows[:, 3] + rows[:, 5] / 2)
+    np.add.at(wins, (j, i), rows[:, 4] + rows[:, 5] / 2)
+    return wins
+
+
+def fit_bt_plain(counts: Counts, n_models: int, *, tol: float = 1e-13, max_iter: int = 100_000) -> np.ndarray:
+    """Plain Bradley-Terry maximum likelihood (ties as half wins, no prior), centred log-strengths.
+
+    Uses Zermelo's minorisation-maximisation iteration (p_i <- W_i / sum_j N_ij / (p_i + p_j)), a
+    different algorithm from ``fit_btd`` on purpose, so that their agreement checks both. The MLE
+    exists only if every model has both won and lost (with a connected comparison graph).
+    """
+    wins = _pair_wins(counts, n_models)
+    games = wins + wins.T
+    total_wins = wins.sum(axis=1)
+    if (total_wins <= 0).any() or (total_wins >= games.sum(axis=1)).any():
+        raise ValueError("the maximum likelihood estimate does not exist: a model never won or never lost")
+    log_p = np.zeros(n_models)
+    for _ in range(max_iter):
+        strength = np.exp(log_p)
+        updated = np.log(total_wins) - np.log((games / (strength[:, None] + strength[None, :])).sum(axis=1))
+        updated -= updated.mean()
+        change = np.abs(updated - log_p).max()
+        log_p = updated
+        if change < tol:
+            return log_p
+    raise ValueError("Bradley-Terry iteration did not converge")
+
+
+def fit_bt_logistic(
+    counts: Counts, n_models: int, *, gtol: float = 1e-6, ftol: float = 2.220446049250313e-09
+) -> np.ndarray:
+    """Plain Bradley-Terry the way Chatbot Arena fits it, as centred natural-log strengths.
+
+    Logistic regression without intercept or regularisation: one design row per pair with +1 for the
+    first model and -1 for the second, target 1 weighted by the first's wins plus half the ties and
+    target 0 weighted by the second's wins plus half the ties; the sample-weighted mean logistic loss
+    is minimised by scipy's L-BFGS-B (``gtol`` is the solver tolerance Arena passes, 1e-6, and ``ftol``
+    scipy's default relative-decrease stop; lower both for a tight fit).
+    """
+    wins = _pair_wins(counts, n_models)
+    first, second = np.nonzero(np.triu(wins + wins.T, k=1))
+    pairs = len(first)
+    design = sparse.csr_matrix(
+        (
+            np.r_[np.ones(pairs), -np.ones(pairs)],
+            (np.r_[np.arange(pairs), np.arange(pairs)], np.r_[first, second]),
+        ),
+        shape=(pairs, n_models),
+    )
+    positive, negative = wins[first, second], wins[second, first]
+    scale = 1.0 / (positive.sum() + negative.sum())
+
+    def loss(beta: np.ndarray) -> tuple[float, np.ndarray]:
+        margin = design @ beta
+        # -log sigmoid(z) = logaddexp(0, -z); d/dz of the weighted loss = (w+ + w-) sigmoid(z) - w+.
+        value = scale * float(positive @ np.logaddexp(0, -margin) + negative @ np.logaddexp(0, margin))
+        residual = (positive + negative) * _sigmoid(margin) - positive
+        return value, scale * (design.T @ residual)
+
+    result = optimize.minimize(
+        loss,
+        np.zeros(n_models),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": gtol, "ftol": ftol, "maxiter": 10_000},
+    )
+    return result.x - result.x.mean()
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0, -z))

@@ -14,6 +14,7 @@ size, which stay flat when cost grows linearly.
 """
 
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -50,6 +51,8 @@ def run(*, quick: bool = False, sizes: dict[str, int] | None = None) -> dict:
     results = {}
     for name, battles in sorted(chosen.items(), key=lambda item: item[1]):
         results[name] = _one_size(battles)
+        # Each size's figures as soon as they are in: a long run stopped later still leaves them.
+        print(f"bench scale {name}: {json.dumps(results[name])}", file=sys.stderr, flush=True)
     summary = {"models": MODELS, "sizes": results}
     ordered = sorted(results.values(), key=lambda figures: figures["battles"])
     if len(ordered) > 1:

@@ -285,22 +285,32 @@ def min_group_raters() -> int:
     return threshold
 
 
-def _entries(tournament, dimension, group, snapshot, cutoff) -> list[BoardEntry]:
-    scores = (
-        {s.model_id: s for s in FitScore.objects.filter(snapshot=snapshot, group=group)} if snapshot else {}
-    )
-    results = _cached(
-        tournament.pk,
-        f"pairs:{dimension.pk}:{group.pk if group else 'pooled'}:{cutoff}",
-        lambda: board_pair_results(dimension=dimension, group=group, up_to_vote_id=cutoff),
-        cacheable=cutoff is not None,
-    )
+def _model_totals(results: dict[tuple[int, int], PairResult]) -> dict[int, list[int]]:
+    """Wins, losses and ties of each model over all its pairs."""
     totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
     for (model_id, _opponent), result in results.items():
         total = totals[model_id]
         total[0] += result.wins
         total[1] += result.losses
         total[2] += result.ties
+    return dict(totals)
+
+
+def _entries(tournament, dimension, group, snapshot, cutoff) -> list[BoardEntry]:
+    scores = (
+        {s.model_id: s for s in FitScore.objects.filter(snapshot=snapshot, group=group)} if snapshot else {}
+    )
+    # Each model's totals are cached, not the pairs: a few hundred numbers where a 130-model board has
+    # 17,000 pairs, whose pickling alone took a third of a second.
+    totals = defaultdict(
+        lambda: [0, 0, 0],
+        _cached(
+            tournament.pk,
+            f"totals:{dimension.pk}:{group.pk if group else 'pooled'}:{cutoff}",
+            lambda: _model_totals(board_pair_results(dimension=dimension, group=group, up_to_vote_id=cutoff)),
+            cacheable=cutoff is not None,
+        ),
+    )
     models = {m.pk: m for m in tournament_entrants(tournament=tournament)}
     missing = set(scores) - set(models)
     models.update({m.pk: m for m in LLMModel.objects.filter(pk__in=missing)})

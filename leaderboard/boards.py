@@ -193,16 +193,22 @@ def publishable_group_ids(*, tournament: Tournament) -> set[int]:
 
 
 def board_pair_results(
-    *, dimension: Dimension, group: Group | None = None, up_to_vote_id: int | None = None
+    *,
+    dimension: Dimension,
+    group: Group | None = None,
+    up_to_vote_id: int | None = None,
+    among: set[int] | None = None,
 ) -> dict[tuple[int, int], PairResult]:
-    """Counted results of every pair that met on a board, keyed both ways round ((a, b) and (b, a)).
+    """Counted results of every pair that met on a board, keyed both ways round ((a, b) and (b, a));
+    with `among`, only the pairs of those models.
 
     Callers publishing group figures must check the group is publishable first (board_get does)."""
     tallies: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
-    stored = _stored_snapshot(dimension, up_to_vote_id)
+    stored = _stored_pairs(dimension, group, up_to_vote_id)
     if stored is not None:
-        pairs = FitBoardCounts.objects.filter(snapshot_id=stored, group=group).values_list("pairs", flat=True)
-        for model_a, model_b, a_wins, b_wins, ties in next(iter(pairs), []):
+        for model_a, model_b, a_wins, b_wins, ties in stored:
+            if among is not None and (model_a not in among or model_b not in among):
+                continue
             for first, second, wins, losses in (
                 (model_a, model_b, a_wins, b_wins),
                 (model_b, model_a, b_wins, a_wins),
@@ -212,6 +218,9 @@ def board_pair_results(
                 tally[1] += losses
                 tally[2] += ties
         return {pair: PairResult(*tally) for pair, tally in tallies.items()}
+    if among is not None:
+        full = board_pair_results(dimension=dimension, group=group, up_to_vote_id=up_to_vote_id)
+        return {pair: result for pair, result in full.items() if pair[0] in among and pair[1] in among}
     for model_a, model_b, outcome, count in _board_outcomes(dimension, group, up_to_vote_id):
         winner_side = {Outcome.A: 0, Outcome.B: 1}.get(outcome)
         for first, second, side in ((model_a, model_b, 0), (model_b, model_a, 1)):
@@ -307,7 +316,7 @@ def _entries(tournament, dimension, group, snapshot, cutoff) -> list[BoardEntry]
         _cached(
             tournament.pk,
             f"totals:{dimension.pk}:{group.pk if group else 'pooled'}:{cutoff}",
-            lambda: _model_totals(board_pair_results(dimension=dimension, group=group, up_to_vote_id=cutoff)),
+            lambda: _board_totals(dimension, group, cutoff),
             cacheable=cutoff is not None,
         ),
     )
@@ -380,6 +389,36 @@ def rater_counts(
         lambda: _rater_counts(tournament, dimension, up_to_vote_id),
         cacheable=up_to_vote_id is not None,
     )
+
+
+def _stored_pairs(dimension: Dimension, group: Group | None, up_to_vote_id: int | None) -> list | None:
+    """The board's pairs as its fit stored them (FitBoardCounts.pairs), or None when none were stored."""
+    stored = _stored_snapshot(dimension, up_to_vote_id)
+    if stored is None:
+        return None
+    pairs = FitBoardCounts.objects.filter(snapshot_id=stored, group=group).values_list("pairs", flat=True)
+    return next(iter(pairs), [])
+
+
+def _board_totals(
+    dimension: Dimension, group: Group | None, up_to_vote_id: int | None
+) -> dict[int, list[int]]:
+    """Each model's wins, losses and ties on the board, straight from the stored pairs where a fit
+    stored them (no per-pair objects: a 130-model board has 17,000 pairs)."""
+    stored = _stored_pairs(dimension, group, up_to_vote_id)
+    if stored is None:
+        results = board_pair_results(dimension=dimension, group=group, up_to_vote_id=up_to_vote_id)
+        return _model_totals(results)
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for model_a, model_b, a_wins, b_wins, ties in stored:
+        first, second = totals[model_a], totals[model_b]
+        first[0] += a_wins
+        first[1] += b_wins
+        first[2] += ties
+        second[0] += b_wins
+        second[1] += a_wins
+        second[2] += ties
+    return dict(totals)
 
 
 def _stored_snapshot(dimension: Dimension | None, up_to_vote_id: int | None) -> int | None:

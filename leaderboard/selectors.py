@@ -247,7 +247,10 @@ def pair_matrix(board: Board, *, top: int | None = None) -> Matrix | None:
     if len(entries) < 2:
         return None
     results = board_pair_results(
-        dimension=board.dimension, group=board.group, up_to_vote_id=snapshot_cutoff(board.snapshot)
+        dimension=board.dimension,
+        group=board.group,
+        up_to_vote_id=snapshot_cutoff(board.snapshot),
+        among={e.model_id for e in entries},
     )
     rows = [[results.get((a.model_id, b.model_id)) if a != b else None for b in entries] for a in entries]
     names = [e.name for e in entries]

@@ -271,3 +271,16 @@ def test_counts_stored_with_a_fit_equal_those_counted_from_the_votes(tournament,
     cache.clear()
     assert rater_counts(tournament=tournament, dimension=dimension, up_to_vote_id=cutoff) == stored_raters
     assert stored_raters.pooled == 31 and stored_raters.by_group[group(OLDER).pk] == 12
+
+
+def test_pair_results_among_some_models_are_those_pairs_of_the_whole_board(tournament, study, groups):
+    fitted(tournament, study, {YOUNG: 10, OLDER: 12}, tie_rate=0.3)
+    dimension = overall(tournament)
+    cutoff = snapshot_cutoff(snapshot_latest(dimension=dimension))
+    two = set(tournament.llm_models.order_by("pk").values_list("pk", flat=True)[:2])
+    whole = board_pair_results(dimension=dimension, up_to_vote_id=cutoff)
+    expected = {pair: result for pair, result in whole.items() if set(pair) <= two}
+    assert board_pair_results(dimension=dimension, up_to_vote_id=cutoff, among=two) == expected
+    assert len(expected) == 2
+    FitBoardCounts.objects.all().delete()  # the path that counts from the votes
+    assert board_pair_results(dimension=dimension, up_to_vote_id=cutoff, among=two) == expected

@@ -32,10 +32,11 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from config.errors import InvalidInput
-from leaderboard.models import FitScore, FitSnapshot
+from leaderboard.models import FitBoardCounts, FitScore, FitSnapshot
 from raters.models import Group, Rater
 from stats.announce import battles_to_announce, leader_index
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
+from tournaments.selectors import tournament_is_imported
 
 # What a board says about its leader, on pages, in the API and in the downloads.
 LEADER = "leader"
@@ -48,6 +49,8 @@ class Status:
     ACTIVE = "active"
     PROVISIONAL = "provisional"
     WITHDRAWN = "withdrawn"
+    # Known only from an imported battle log: never rated live here, so never "withdrawn" either.
+    IMPORTED = "imported"
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class BoardEntry:
     slug: str
     name: str
     maker: str
-    status: str  # Status.ACTIVE | PROVISIONAL (too few battles on this board) | WITHDRAWN
+    status: str  # Status.ACTIVE | PROVISIONAL (too few battles on this board) | WITHDRAWN | IMPORTED
     rank: int | None  # shared rank from the snapshot; None if the model is not in the snapshot yet
     rank_low: int | None
     rank_high: int | None
@@ -64,6 +67,11 @@ class BoardEntry:
     score_low: float | None
     score_high: float | None
     p_best: float | None
+    # Skill on Arena's scale (stats.arena_scale: 400 / ln 10, 1000 at the field mean), 95% interval below;
+    # None where the snapshot predates it.
+    rating: float | None
+    rating_low: float | None
+    rating_high: float | None
     battles: int  # counted battles on this board up to the snapshot's last vote
     wins: int
     losses: int
@@ -85,6 +93,10 @@ class Board:
     entries: list[BoardEntry]  # every model that entered the tournament, ranked first, then unranked
     # True: the style-controlled view (scores with reply length and formatting held equal).
     style_controlled: bool = False
+    # An imported battle log (`tournaments.selectors.tournament_is_imported`): its "raters" are the log's
+    # judge ids, or one per question id, or a single one when it has neither, so their number says
+    # nothing about how many people voted; the pooled board is published whatever it is.
+    imported: bool = False
 
     @property
     def battles(self) -> int:
@@ -149,10 +161,18 @@ class RaterCounts:
     pooled: int
     by_group: dict[int, int]
     publishable: frozenset[int]
+    imported: bool = False  # an imported log's: see Board.imported
 
     def published(self, group: Group | None) -> bool:
-        """Whether the board of this group (None: the pooled board) may show figures."""
-        return self.pooled >= min_group_raters() if group is None else group.pk in self.publishable
+        """Whether the board of this group (None: the pooled board) may show figures.
+
+        The small-group rule protects the people in Populus's panels and their demographic groups. An
+        imported log's raters are no one's panel members and have no groups (group boards stay empty and
+        withheld), and its votes are already public in the log, so its pooled board is published with any
+        number of raters."""
+        if group is None:
+            return self.pooled >= min_group_raters() or (self.imported and self.pooled > 0)
+        return group.pk in self.publishable
 
 
 # --- Reading boards ---------------------------------------------------------------------------------
@@ -185,9 +205,10 @@ def board_get(
         "style_controlled": style_controlled,
     }
     if suppressed:
-        return Board(**common, suppressed=True, raters=None, entries=[])
+        return Board(**common, suppressed=True, raters=None, entries=[], imported=counts.imported)
     return Board(
         **common,
+        imported=counts.imported,
         suppressed=False,
         raters=raters,
         entries=_entries(tournament, dimension, group, snapshot, cutoff, style_controlled),
@@ -266,12 +287,34 @@ def publishable_group_ids(*, tournament: Tournament) -> set[int]:
 
 
 def board_pair_results(
-    *, dimension: Dimension, group: Group | None = None, up_to_vote_id: int | None = None
+    *,
+    dimension: Dimension,
+    group: Group | None = None,
+    up_to_vote_id: int | None = None,
+    among: set[int] | None = None,
 ) -> dict[tuple[int, int], PairResult]:
-    """Counted results of every pair that met on a board, keyed both ways round ((a, b) and (b, a)).
+    """Counted results of every pair that met on a board, keyed both ways round ((a, b) and (b, a));
+    with `among`, only the pairs of those models.
 
     Callers publishing group figures must check the group is publishable first (board_get does)."""
     tallies: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+    stored = _stored_pairs(dimension, group, up_to_vote_id)
+    if stored is not None:
+        for model_a, model_b, a_wins, b_wins, ties in stored:
+            if among is not None and (model_a not in among or model_b not in among):
+                continue
+            for first, second, wins, losses in (
+                (model_a, model_b, a_wins, b_wins),
+                (model_b, model_a, b_wins, a_wins),
+            ):
+                tally = tallies[(first, second)]
+                tally[0] += wins
+                tally[1] += losses
+                tally[2] += ties
+        return {pair: PairResult(*tally) for pair, tally in tallies.items()}
+    if among is not None:
+        full = board_pair_results(dimension=dimension, group=group, up_to_vote_id=up_to_vote_id)
+        return {pair: result for pair, result in full.items() if pair[0] in among and pair[1] in among}
     for model_a, model_b, outcome, count in _board_outcomes(dimension, group, up_to_vote_id):
         winner_side = {Outcome.A: 0, Outcome.B: 1}.get(outcome)
         for first, second, side in ((model_a, model_b, 0), (model_b, model_a, 1)):
@@ -327,7 +370,10 @@ def tournament_entrants(*, tournament: Tournament) -> list[LLMModel]:
 
 def model_status(*, model: LLMModel, current_ids: set[int], battles: int) -> str:
     """Withdrawn: no longer in the tournament, or switched off. Provisional: too few battles on the
-    board for its score to mean much yet."""
+    board for its score to mean much yet. Imported: a model known only from an imported log (it is
+    inactive because nothing can be sent to it, not because it left)."""
+    if model.is_imported:
+        return Status.PROVISIONAL if battles < settings.POPULUS_PROVISIONAL_BATTLES else Status.IMPORTED
     if model.pk not in current_ids or not model.is_active or model.disabled_reason:
         return Status.WITHDRAWN
     if battles < settings.POPULUS_PROVISIONAL_BATTLES:
@@ -342,6 +388,17 @@ def min_group_raters() -> int:
     return threshold
 
 
+def _model_totals(results: dict[tuple[int, int], PairResult]) -> dict[int, list[int]]:
+    """Wins, losses and ties of each model over all its pairs."""
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for (model_id, _opponent), result in results.items():
+        total = totals[model_id]
+        total[0] += result.wins
+        total[1] += result.losses
+        total[2] += result.ties
+    return dict(totals)
+
+
 def _entries(tournament, dimension, group, snapshot, cutoff, style_controlled=False) -> list[BoardEntry]:
     scores = (
         {
@@ -353,18 +410,17 @@ def _entries(tournament, dimension, group, snapshot, cutoff, style_controlled=Fa
         if snapshot
         else {}
     )
-    results = _cached(
-        tournament.pk,
-        f"pairs:{dimension.pk}:{group.pk if group else 'pooled'}:{cutoff}",
-        lambda: board_pair_results(dimension=dimension, group=group, up_to_vote_id=cutoff),
-        cacheable=cutoff is not None,
+    # Each model's totals are cached, not the pairs: a few hundred numbers where a 130-model board has
+    # 17,000 pairs, whose pickling alone took a third of a second.
+    totals = defaultdict(
+        lambda: [0, 0, 0],
+        _cached(
+            tournament.pk,
+            f"totals:{dimension.pk}:{group.pk if group else 'pooled'}:{cutoff}",
+            lambda: _board_totals(dimension, group, cutoff),
+            cacheable=cutoff is not None,
+        ),
     )
-    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for (model_id, _opponent), result in results.items():
-        total = totals[model_id]
-        total[0] += result.wins
-        total[1] += result.losses
-        total[2] += result.ties
     models = {m.pk: m for m in tournament_entrants(tournament=tournament)}
     missing = set(scores) - set(models)
     models.update({m.pk: m for m in LLMModel.objects.filter(pk__in=missing)})
@@ -388,6 +444,9 @@ def _entries(tournament, dimension, group, snapshot, cutoff, style_controlled=Fa
                 score_low=score.score_low if score else None,
                 score_high=score.score_high if score else None,
                 p_best=score.p_best if score else None,
+                rating=score.rating if score else None,
+                rating_low=score.rating_low if score else None,
+                rating_high=score.rating_high if score else None,
                 battles=battles,
                 wins=wins,
                 losses=losses,
@@ -433,7 +492,55 @@ def rater_counts(
     )
 
 
+def _stored_pairs(dimension: Dimension, group: Group | None, up_to_vote_id: int | None) -> list | None:
+    """The board's pairs as its fit stored them (FitBoardCounts.pairs), or None when none were stored."""
+    stored = _stored_snapshot(dimension, up_to_vote_id)
+    if stored is None:
+        return None
+    pairs = FitBoardCounts.objects.filter(snapshot_id=stored, group=group).values_list("pairs", flat=True)
+    return next(iter(pairs), [])
+
+
+def _board_totals(
+    dimension: Dimension, group: Group | None, up_to_vote_id: int | None
+) -> dict[int, list[int]]:
+    """Each model's wins, losses and ties on the board, straight from the stored pairs where a fit
+    stored them (no per-pair objects: a 130-model board has 17,000 pairs)."""
+    stored = _stored_pairs(dimension, group, up_to_vote_id)
+    if stored is None:
+        results = board_pair_results(dimension=dimension, group=group, up_to_vote_id=up_to_vote_id)
+        return _model_totals(results)
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for model_a, model_b, a_wins, b_wins, ties in stored:
+        first, second = totals[model_a], totals[model_b]
+        first[0] += a_wins
+        first[1] += b_wins
+        first[2] += ties
+        second[0] += b_wins
+        second[1] += a_wins
+        second[2] += ties
+    return dict(totals)
+
+
+def _stored_snapshot(dimension: Dimension | None, up_to_vote_id: int | None) -> int | None:
+    """The latest snapshot of the dimension fitted up to this vote that stored its boards' counts."""
+    if dimension is None or up_to_vote_id is None:
+        return None
+    return (
+        FitSnapshot.objects.filter(dimension=dimension, last_vote_id=up_to_vote_id)
+        .filter(Exists(FitBoardCounts.objects.filter(snapshot=OuterRef("pk"), group__isnull=True)))
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def _rater_counts(tournament, dimension, up_to_vote_id) -> RaterCounts:
+    stored = _stored_snapshot(dimension, up_to_vote_id)
+    if stored is not None:
+        by_board = dict(FitBoardCounts.objects.filter(snapshot_id=stored).values_list("group_id", "raters"))
+        pooled = by_board.pop(None, 0)
+        return _rater_counts_of(tournament, pooled, by_board)
     if dimension is not None:
         rater_ids = counted_choices(dimension, up_to_vote_id).values("vote__battle__rater_id")
     else:
@@ -449,13 +556,22 @@ def _rater_counts(tournament, dimension, up_to_vote_id) -> RaterCounts:
         .annotate(raters=Count("rater_id", distinct=True))
         .order_by()
     )
+    return _rater_counts_of(tournament, pooled, by_group)
+
+
+def _rater_counts_of(tournament: Tournament, pooled: int, by_group: dict[int, int]) -> RaterCounts:
     axes: dict[int, list[int]] = defaultdict(list)
     for group_id, axis_id in Group.objects.values_list("pk", "axis_id"):
         axes[axis_id].append(group_id)
     publishable = publishable_groups(
         counts=by_group, pooled=pooled, axes=list(axes.values()), threshold=min_group_raters()
     )
-    return RaterCounts(pooled=pooled, by_group=by_group, publishable=frozenset(publishable))
+    return RaterCounts(
+        pooled=pooled,
+        by_group=by_group,
+        publishable=frozenset(publishable),
+        imported=tournament_is_imported(tournament=tournament),
+    )
 
 
 def publishable_groups(

@@ -96,6 +96,11 @@ class FitScore(models.Model):
     p_best = models.FloatField()
     # False: the default board. True: the style-controlled board (scores with style held equal).
     style_controlled = models.BooleanField(default=False)
+    # The skill on Chatbot Arena's scale (400 / ln 10 points per unit of log-strength, 1000 at the field's
+    # mean: stats.arena_scale) with its 95% interval. Null in snapshots published before it existed.
+    rating = models.FloatField(null=True)
+    rating_low = models.FloatField(null=True)
+    rating_high = models.FloatField(null=True)
 
     class Meta:
         constraints = [
@@ -119,8 +124,7 @@ class BattleStyle(models.Model):
     """Each side's raw style counts over a battle's replies (stats.style.side_style), derived once per
     battle when a fit first needs it: replies do not change once voted on, so re-parsing every reply of
     the whole history at each publish would be wasted work. Raw counts, not the normalised differences,
-    so the normalisation can change without re-reading replies. ``cut_off`` inside each side is null
-    while replies do not record truncation."""
+    so the normalisation can change without re-reading replies."""
 
     battle = models.OneToOneField(
         "tournaments.Battle", on_delete=models.CASCADE, primary_key=True, related_name="style"
@@ -131,6 +135,37 @@ class BattleStyle(models.Model):
 
     def __str__(self):
         return f"Style of {self.battle_id}"
+
+
+class FitBoardCounts(models.Model):
+    """A board's counts as fitted, written with its snapshot so the first request after a fit reads one
+    row instead of counting millions of votes: the distinct raters, and the counted results of every
+    ordered pair that met, ``[[model_a_id, model_b_id, a_wins, b_wins, ties], ...]``. `leaderboard.boards`
+    uses them for the board of this snapshot's dimension and last vote, and counts from the votes where
+    a snapshot has none (those published before they existed)."""
+
+    snapshot = models.ForeignKey(FitSnapshot, on_delete=models.CASCADE, related_name="board_counts")
+    group = models.ForeignKey(
+        "raters.Group", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    raters = models.PositiveIntegerField()
+    pairs = models.JSONField(default=list)
+
+    class Meta:
+        verbose_name_plural = "fit board counts"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["snapshot"], condition=Q(group__isnull=True), name="fitboardcounts_unique_pooled"
+            ),
+            models.UniqueConstraint(
+                fields=["snapshot", "group"],
+                condition=Q(group__isnull=False),
+                name="fitboardcounts_unique_group",
+            ),
+        ]
+
+    def __str__(self):
+        return f"Counts of {self.snapshot} ({self.group or 'pooled'})"
 
 
 class FitPosterior(models.Model):

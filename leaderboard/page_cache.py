@@ -20,7 +20,7 @@ from config.answer_cache import Uncacheable, answer_get_or_build
 from leaderboard.boards import boards_site_version
 
 # The only query parameters a page depends on; anything else a visitor adds makes no new cache entry.
-PAGE_PARAMETERS = ("tournament", "dimension", "group", "style")
+PAGE_PARAMETERS = ("tournament", "dimension", "group", "style", "top")
 
 
 def cached_page(view):

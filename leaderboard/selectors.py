@@ -39,6 +39,10 @@ from tournaments.selectors import ModelReliability, model_reliability
 
 HISTORY_SNAPSHOTS = 20
 SAME_MODEL = "\u2013"  # an en dash in the diagonal of the matrices
+# How many models the leaderboard page's matrices show (the `top` query parameter); every model on the
+# separate matrices page.
+MATRIX_TOP_CHOICES = (10, 20, 50)
+MATRIX_TOP_DEFAULT = 20
 
 
 def board_choices(*, tournament_slug: str | None, dimension_slug: str | None, group_slug: str | None):
@@ -124,6 +128,11 @@ class Matrix:
     rows: list[list[PairResult | None]]  # rows[i][j]: model i against model j
     win_rate_chart: SafeString
     battles_chart: SafeString
+    of: int = 0  # models with battles on the board; the matrix shows the first len(entries) of them
+
+    @property
+    def partial(self) -> bool:
+        return len(self.entries) < self.of
 
     @property
     def table_rows(self) -> list[tuple[BoardEntry, list[tuple[BoardEntry, PairResult | None]]]]:
@@ -172,8 +181,26 @@ class BoardPage:
     entrants: list[LLMModel] = field(default_factory=list)
 
 
-def board_page(*, dimension: Dimension, group: Group | None, style_controlled: bool = False) -> BoardPage:
-    """A board with its charts. A suppressed board has no charts, only the list of entrants' names."""
+def matrix_top_parse(value: str | None) -> int:
+    """How many models the page's matrices show: one of MATRIX_TOP_CHOICES, else the default."""
+    try:
+        top = int(value or "")
+    except ValueError:
+        return MATRIX_TOP_DEFAULT
+    return top if top in MATRIX_TOP_CHOICES else MATRIX_TOP_DEFAULT
+
+
+def board_page(
+    *,
+    dimension: Dimension,
+    group: Group | None,
+    style_controlled: bool = False,
+    matrix_top: int | None = None,
+) -> BoardPage:
+    """A board with its charts. A suppressed board has no charts, only the list of entrants' names. The
+    matrices and the rank history show the board's first `matrix_top` models (every model when None):
+    two n-by-n matrices of 130 models weigh megabytes, so the page shows the leaders and a separate page
+    the whole field."""
     board = board_get(dimension=dimension, group=group, style_controlled=style_controlled)
     group_ranks = rank_by_group(dimension=dimension)
     if board.suppressed:
@@ -185,8 +212,8 @@ def board_page(*, dimension: Dimension, group: Group | None, style_controlled: b
     return BoardPage(
         board=board,
         intervals=interval_chart(board),
-        matrix=pair_matrix(board),
-        history=rank_history(dimension=dimension, group=group),
+        matrix=pair_matrix(board, top=matrix_top),
+        history=rank_history(dimension=dimension, group=group, top=matrix_top),
         group_ranks=group_ranks,
     )
 
@@ -218,7 +245,7 @@ def interval_chart(board: Board) -> SafeString | None:
             estimate=e.score,
             low=e.score_low,
             high=e.score_high,
-            muted=e.status != Status.ACTIVE,
+            muted=e.status not in (Status.ACTIVE, Status.IMPORTED),
         )
         for e in board.entries
     ]
@@ -234,12 +261,18 @@ def interval_chart(board: Board) -> SafeString | None:
     )
 
 
-def pair_matrix(board: Board) -> Matrix | None:
-    entries = [e for e in board.entries if e.battles]
+def pair_matrix(board: Board, *, top: int | None = None) -> Matrix | None:
+    """Head-to-head matrices of the board's models with battles, in board order; the first `top` only
+    when given."""
+    played = [e for e in board.entries if e.battles]
+    entries = played[:top] if top else played
     if len(entries) < 2:
         return None
     results = board_pair_results(
-        dimension=board.dimension, group=board.group, up_to_vote_id=snapshot_cutoff(board.snapshot)
+        dimension=board.dimension,
+        group=board.group,
+        up_to_vote_id=snapshot_cutoff(board.snapshot),
+        among={e.model_id for e in entries},
     )
     rows = [[results.get((a.model_id, b.model_id)) if a != b else None for b in entries] for a in entries]
     names = [e.name for e in entries]
@@ -296,12 +329,13 @@ def pair_matrix(board: Board) -> Matrix | None:
                 description="Counted battles for each pair; darker cells had more.",
             )
         ),
+        of=len(played),
     )
 
 
-def rank_history(*, dimension: Dimension, group: Group | None) -> History | None:
+def rank_history(*, dimension: Dimension, group: Group | None, top: int | None = None) -> History | None:
     """Ranks on one board over the latest snapshots, oldest first; a snapshot at which the group was not
-    publishable leaves a gap."""
+    publishable leaves a gap. With `top`, only the models first in the latest fit's order."""
     snapshots = list(
         FitSnapshot.objects.filter(dimension=dimension).order_by("-created_at", "-pk")[:HISTORY_SNAPSHOTS]
     )[::-1]
@@ -324,7 +358,7 @@ def rank_history(*, dimension: Dimension, group: Group | None) -> History | None
     names = dict(LLMModel.objects.filter(pk__in=ranks).values_list("pk", "name"))
     latest = snapshots[-1].pk
     order = sorted(ranks, key=lambda m: (ranks[m].get(latest, 10**6), names[m]))
-    rows = [(names[m], [ranks[m].get(s.pk) for s in snapshots]) for m in order]
+    rows = [(names[m], [ranks[m].get(s.pk) for s in snapshots]) for m in (order[:top] if top else order)]
     labels = [f"{s.created_at:%d %b %H:%M}" for s in snapshots]
     chart = charts.rank_lines(
         [charts.Series(label=name, values=values) for name, values in rows],

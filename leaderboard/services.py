@@ -2,21 +2,37 @@ import io
 import logging
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
+from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
+from config.bulk import pg_copy
 from leaderboard.boards import board_cache_bump, min_group_raters
-from leaderboard.models import AppliedVote, BattleStyle, FitPosterior, FitScore, FitSnapshot, Rating
+from leaderboard.models import (
+    AppliedVote,
+    BattleStyle,
+    FitBoardCounts,
+    FitPosterior,
+    FitScore,
+    FitSnapshot,
+    Rating,
+)
 from raters.models import Group, Rater
 from stats import poststrat, rigging
+from stats.arena_scale import ArenaRatings, arena_ratings
 from stats.btd import Counts, Fit, fit_btd
 from stats.census import PRESETS
-from stats.posterior import ScoreDraws, centred_covariance, covariance_from_centred, fit_restored, score_draws
+from stats.posterior import (
+    ScoreDraws,
+    centred_covariance,
+    covariance_from_centred,
+    fit_restored,
+    skill_and_score_draws,
+)
 from stats.style import SideStyle, battle_style, side_style, style_matrix
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
@@ -163,7 +179,7 @@ def ratings_replay(*, tournament_id: int) -> int:
     counted_flags = []
     for vote_id, model_a, model_b, rater_id, flagged_reason, rater_status in votes:
         counted = vote_is_counted(flagged_reason=flagged_reason, rater_status=rater_status)
-        counted_flags.append(AppliedVote(vote_id=vote_id, counted=counted))
+        counted_flags.append((vote_id, counted))
         if not counted:
             continue
         for dimension_id, outcome, draw_probability in choices[vote_id]:
@@ -180,8 +196,23 @@ def ratings_replay(*, tournament_id: int) -> int:
         Rating.objects.filter(dimension__tournament=tournament).delete()
         AppliedVote.objects.filter(vote__battle__tournament=tournament).delete()
         Rating.objects.bulk_create(state.values(), batch_size=2000)
-        AppliedVote.objects.bulk_create(counted_flags, batch_size=2000)
+        _applied_votes_write(counted_flags)
     return len(votes)
+
+
+def _applied_votes_write(applied: list[tuple[int, bool]]) -> None:
+    """One applied-vote row per replayed vote: a COPY on PostgreSQL (an import replays millions)."""
+    if connection.vendor != "postgresql":
+        AppliedVote.objects.bulk_create(
+            (AppliedVote(vote_id=vote_id, counted=counted) for vote_id, counted in applied), batch_size=2000
+        )
+        return
+    now = timezone.now().isoformat()
+    pg_copy(
+        model=AppliedVote,
+        columns=["vote_id", "counted", "applied_at"],
+        lines=[f"{vote_id}\t{'t' if counted else 'f'}\t{now}\n" for vote_id, counted in applied],
+    )
 
 
 def _replay_rating(state: dict, tournament: Tournament, dimension_id: int, group_id, model_id: int) -> Rating:
@@ -207,15 +238,27 @@ def tournaments_with_votes() -> list[int]:
     return list(Vote.objects.values_list("battle__tournament_id", flat=True).distinct())
 
 
-def fits_publish(*, tournament_id: int) -> list[FitSnapshot]:
-    """Fit every dimension of a tournament on the counted votes and store a snapshot per dimension:
-    the pooled board (post-stratified to the census) and one board per group with data."""
+def fits_publish(
+    *,
+    tournament_id: int,
+    dimension_slugs: Sequence[str] | None = None,
+    on_dimension: Callable[[Dimension], None] | None = None,
+) -> list[FitSnapshot]:
+    """Fit every dimension of a tournament (or those named) on the counted votes and store a snapshot per
+    dimension: the pooled board (post-stratified to the census) and one board per group with data.
+    `on_dimension` is told each dimension as its fit starts. The rigging check runs first, so raters it
+    holds out are left out of every board."""
     tournament = Tournament.objects.get(pk=tournament_id)
     raters_rigging_hold_out(tournament_id=tournament_id)
+    dimensions = tournament.dimensions.order_by("position")
+    if dimension_slugs is not None:
+        dimensions = dimensions.filter(slug__in=dimension_slugs)
     snapshots = []
-    for dimension in tournament.dimensions.order_by("position"):
+    for dimension in dimensions:
         # A dimension nobody has voted on has nothing to publish.
         if _published_choices(dimension).exists():
+            if on_dimension:
+                on_dimension(dimension)
             snapshots.append(_fit_dimension(tournament, dimension))
     board_cache_bump(tournament_id=tournament_id)
     return snapshots
@@ -230,30 +273,35 @@ def _published_choices(dimension: Dimension):
 
 def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     choices = _published_choices(dimension)
+    # Counted in the database per (rater, ordered pair, outcome): a few thousand rows where the log has
+    # millions, which is what keeps a fit of a whole Arena log to seconds and a few hundred megabytes.
     rows = list(
         choices.values_list(
-            "vote_id",
-            "vote__battle__rater_id",
-            "vote__battle__model_a_id",
-            "vote__battle__model_b_id",
-            "outcome",
-            "vote__battle_id",
+            "vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome"
         )
+        .annotate(n=Count("pk"), first=Min("vote_id"), last=Max("vote_id"))
+        .order_by()
     )
     model_ids = sorted(
-        set(tournament.llm_models.values_list("pk", flat=True)) | {r[2] for r in rows} | {r[3] for r in rows}
+        set(tournament.llm_models.values_list("pk", flat=True)) | {r[1] for r in rows} | {r[2] for r in rows}
     )
     model_index = {model_id: index for index, model_id in enumerate(model_ids)}
-    groups_of = _groups_by_rater({r[1] for r in rows})
+    groups_of = _groups_by_rater({r[0] for r in rows})
     group_ids = sorted({g for groups in groups_of.values() for g in groups})
     group_index = {group_id: index for index, group_id in enumerate(group_ids)}
-    votes = []
-    for _vote_id, rater_id, model_a, model_b, outcome, _battle_id in rows:
-        cell = tuple(sorted(group_index[g] for g in groups_of.get(rater_id, ())))
-        votes.append(
-            (cell, model_index[model_a], model_index[model_b], {"a": "i", "b": "j"}.get(outcome, "tie"))
-        )
-    counts = Counts.from_votes(votes, len(model_ids))
+
+    def cell_of(rater_id: int) -> tuple[int, ...]:
+        return tuple(sorted(group_index[g] for g in groups_of.get(rater_id, ())))
+
+    cell_index: dict[tuple[int, ...], int] = {}
+    count_rows = []
+    for rater_id, model_a, model_b, outcome, n, _first, _last in rows:
+        cell_at = cell_index.setdefault(cell_of(rater_id), len(cell_index))
+        count_rows.append(
+            (cell_at, model_index[model_a], model_index[model_b], n * (outcome == "a"), n * (outcome == "b"),
+             n * (outcome not in ("a", "b")))
+        )  # fmt: skip
+    counts = Counts(cells=list(cell_index), rows=count_rows).aggregated(len(model_ids))
     fit = fit_btd(
         counts,
         n_models=len(model_ids),
@@ -261,57 +309,50 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         group_prior_sd=FIT_GROUP_PRIOR_SD,
         with_groups=bool(group_ids),
     )
-    style_fit, style = _style_fit(votes, [r[5] for r in rows], n_models=len(model_ids), group_ids=group_ids)
+    style_fit, style = _style_fit(
+        tournament, choices, cell_of=cell_of, model_index=model_index, group_ids=group_ids
+    )
     population, method = _pooled_population(groups_of, group_index)
     # One transaction: readers see a snapshot with all its boards and its posterior, or not at all.
     with transaction.atomic():
         snapshot = FitSnapshot.objects.create(
             tournament=tournament,
             dimension=dimension,
-            first_vote_id=min((r[0] for r in rows), default=None),
-            last_vote_id=max((r[0] for r in rows), default=None),
-            votes=len(rows),
+            first_vote_id=min((r[5] for r in rows), default=None),
+            last_vote_id=max((r[6] for r in rows), default=None),
+            votes=sum(r[4] for r in rows),
             settings={"group_prior_sd": FIT_GROUP_PRIOR_SD, "draws": FIT_DRAWS, "pooled": method},
             tie_parameter=math.exp(fit.log_nu),
             style=style,
         )
-        # The pooled board's draws are kept with the posterior (personal boards compare against them);
-        # every board is summarised from its draws as skills_for would, with the snapshot's seed.
-        pooled = score_draws(fit, population, n_draws=FIT_DRAWS, seed=snapshot.pk)
-        boards = [(None, pooled)] + [
-            (
-                group_id,
-                score_draws(fit, [((group_index[group_id],), 1.0)], n_draws=FIT_DRAWS, seed=snapshot.pk),
-            )
-            for group_id in group_ids
+        populations = [(None, population)] + [
+            (group_id, [((group_index[group_id],), 1.0)]) for group_id in group_ids
         ]
-        FitScore.objects.bulk_create(
-            score
-            for group_id, draws in boards
-            for score in _fit_scores(snapshot, group_id, model_ids, draws_summary(draws.point, draws.draws))
-        )
-        if style_fit is not None:
-            # The style-controlled boards: the same populations and seed, from the fit with style held
-            # equal, so the two views differ only by the style control.
-            FitScore.objects.bulk_create(
-                score
-                for group_id in [None, *group_ids]
-                for draws in [
-                    score_draws(
-                        style_fit,
-                        population if group_id is None else [((group_index[group_id],), 1.0)],
-                        n_draws=FIT_DRAWS,
-                        seed=snapshot.pk,
+        # Every board is summarised from its draws as skills_for would, with the snapshot's seed; the
+        # style-controlled boards use the same populations and seed, so the two views differ only by the
+        # style control.
+        pooled = None
+        for board_fit, style_controlled in ((fit, False), (style_fit, True)):
+            if board_fit is None:
+                continue
+            for group_id, cells in populations:
+                skills, draws = skill_and_score_draws(board_fit, cells, n_draws=FIT_DRAWS, seed=snapshot.pk)
+                if group_id is None and not style_controlled:
+                    pooled = draws  # kept with the posterior: personal boards compare against them
+                FitScore.objects.bulk_create(
+                    _fit_scores(
+                        snapshot,
+                        group_id,
+                        model_ids,
+                        draws_summary(draws.point, draws.draws),
+                        arena_ratings(skills.point, skills.draws),
+                        style_controlled=style_controlled,
                     )
-                ]
-                for score in _fit_scores(
-                    snapshot,
-                    group_id,
-                    model_ids,
-                    draws_summary(draws.point, draws.draws),
-                    style_controlled=True,
                 )
-            )
+        FitBoardCounts.objects.bulk_create(
+            FitBoardCounts(snapshot=snapshot, group_id=group_id, raters=raters, pairs=pairs)
+            for group_id, (raters, pairs) in _board_counts(rows, groups_of).items()
+        )
         FitPosterior.objects.create(
             snapshot=snapshot,
             data=posterior_encode(fit=fit, model_ids=model_ids, group_ids=group_ids, pooled=pooled),
@@ -321,16 +362,38 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     return snapshot
 
 
+def _board_counts(rows, groups_of: dict[int, list[int]]) -> dict[int | None, tuple[int, list[list[int]]]]:
+    """Each board's distinct raters and pair results (see FitBoardCounts), from the fit's rows counted per
+    (rater, ordered pair, outcome): the pooled board (None) and every group with raters."""
+    raters: dict[int | None, set[int]] = defaultdict(set)
+    pairs: dict[int | None, dict[tuple[int, int], list[int]]] = defaultdict(
+        lambda: defaultdict(lambda: [0, 0, 0])
+    )
+    column = {"a": 0, "b": 1}
+    for rater_id, model_a, model_b, outcome, n, _first, _last in rows:
+        for board in (None, *groups_of.get(rater_id, ())):
+            raters[board].add(rater_id)
+            pairs[board][(model_a, model_b)][column.get(outcome, 2)] += n
+    return {
+        board: (len(raters[board]), [[a, b, *tally] for (a, b), tally in sorted(pairs[board].items())])
+        for board in raters
+    }
+
+
 def _fit_scores(
     snapshot: FitSnapshot,
     group_id: int | None,
     model_ids,
     board: DrawSummary,
+    ratings: ArenaRatings,
     *,
     style_controlled: bool = False,
 ):
     return [
         FitScore(
+            rating=ratings.point[m],
+            rating_low=ratings.low[m],
+            rating_high=ratings.high[m],
             snapshot=snapshot,
             style_controlled=style_controlled,
             group_id=group_id,
@@ -387,9 +450,32 @@ def battle_styles_ensure(*, battle_ids: Sequence[int]) -> dict[int, tuple[SideSt
     return {b: stored[b] for b in battle_ids}
 
 
-def _style_fit(votes, battle_ids: Sequence[int], *, n_models: int, group_ids: Sequence[int]):
-    """The fit with style covariates on the same votes, and its coefficients for the snapshot; (None,
-    {}) when no style feature varies (every battle alike, or too few battles)."""
+def _style_fit(tournament: Tournament, choices, *, cell_of, model_index, group_ids: Sequence[int]):
+    """The fit with style covariates on the same votes, one row per battle, and its coefficients for the
+    snapshot; (None, {}) when no style feature varies (every battle alike, too few battles, or a
+    tournament with no replies at all, such as an imported battle log)."""
+    if not Reply.objects.filter(turn__battle__tournament=tournament).exists():
+        return None, {}
+    rows = list(
+        choices.values_list(
+            "vote__battle__rater_id",
+            "vote__battle__model_a_id",
+            "vote__battle__model_b_id",
+            "outcome",
+            "vote__battle_id",
+        )
+    )
+    votes = [
+        (
+            cell_of(rater_id),
+            model_index[model_a],
+            model_index[model_b],
+            {"a": "i", "b": "j"}.get(outcome, "tie"),
+        )
+        for rater_id, model_a, model_b, outcome, _battle_id in rows
+    ]
+    battle_ids = [row[4] for row in rows]
+    n_models = len(model_index)
     styles = battle_styles_ensure(battle_ids=battle_ids)
     features, names, scales = style_matrix([battle_style(*styles[b]) for b in battle_ids])
     if not names:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("leaderboard/", views.leaderboard, name="board"),
     path("leaderboard/models/<slug:slug>/", views.model_detail, name="model"),
     path("leaderboard/methodology/", views.methodology, name="methodology"),
+    path("leaderboard/matrices/", views.matrices, name="matrices"),
     path("leaderboard/personal/", personal_views.personal, name="personal"),
     path("leaderboard/personal/mine/", personal_views.personal_mine, name="personal_mine"),
     path(

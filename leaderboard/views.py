@@ -7,16 +7,20 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from config.errors import NotFound
+from leaderboard.boards import board_get
 from leaderboard.page_cache import cached_page
 from leaderboard.quiz import taste_spreads
 from leaderboard.selectors import (
+    MATRIX_TOP_CHOICES,
     board_choices,
     board_page,
     dimension_named,
     group_sections,
+    matrix_top_parse,
     methodology_figures,
     model_for_page,
     model_page,
+    pair_matrix,
     rigging_facts,
     style_view,
     tournament_choices,
@@ -38,6 +42,7 @@ def leaderboard(request, *, fragment: bool):
         return render(request, "leaderboard/leaderboard.html", {"tournament": None})
     tournament, dimension, group = resolved
     style_controlled = style_view(request.GET.get("style"))
+    top = matrix_top_parse(request.GET.get("top"))
     context = {
         "style_controlled": style_controlled,
         "tournament": tournament,
@@ -46,12 +51,40 @@ def leaderboard(request, *, fragment: bool):
         "group": group,
         "dimensions": tournament.dimensions.order_by("position"),
         "group_sections": group_sections(tournament=tournament, dimension=dimension),
-        "page": board_page(dimension=dimension, group=group, style_controlled=style_controlled)
+        "page": board_page(
+            dimension=dimension, group=group, style_controlled=style_controlled, matrix_top=top
+        )
         if dimension
         else None,
+        "matrix_top": top,
+        "matrix_top_choices": MATRIX_TOP_CHOICES,
     }
     template = "leaderboard/_board.html" if fragment else "leaderboard/leaderboard.html"
     return render(request, template, context)
+
+
+@require_safe
+@cached_page
+def matrices(request, *, fragment: bool):
+    """Every model's head-to-head matrices on one board: the part of the leaderboard page that grows with
+    the square of the field, on a page of its own."""
+    resolved = board_choices(
+        tournament_slug=request.GET.get("tournament"),
+        dimension_slug=request.GET.get("dimension"),
+        group_slug=request.GET.get("group"),
+    )
+    if resolved is None or resolved[1] is None:
+        raise NotFound("No such board: name a tournament with a dimension.")
+    tournament, dimension, group = resolved
+    board = board_get(dimension=dimension, group=group)
+    context = {
+        "tournament": tournament,
+        "dimension": dimension,
+        "group": group,
+        "board": board,
+        "matrix": None if board.suppressed else pair_matrix(board),
+    }
+    return render(request, "leaderboard/matrices.html", context)
 
 
 @require_safe

@@ -136,6 +136,15 @@ class ScoreDraws:
     draws: np.ndarray  # (n_draws, n_models)
 
 
+def skill_and_score_draws(
+    fit: Fit, population: Population, *, n_draws: int = 2000, seed: int = 0
+) -> tuple[ScoreDraws, ScoreDraws]:
+    """The population's skills (log-strengths) and headline scores, each at the mode and per draw, from
+    the same draws as ``score_draws`` with the same seed."""
+    skill, drawn_skill, scores = _population_draws(fit, population, n_draws=n_draws, seed=seed)
+    return ScoreDraws(point=skill, draws=drawn_skill), scores
+
+
 def score_draws(fit: Fit, population: Population, *, n_draws: int = 2000, seed: int = 0) -> ScoreDraws:
     """The headline scores ``skills_for`` summarises, before summarising: equal seeds give equal draws."""
     return _population_draws(fit, population, n_draws=n_draws, seed=seed)[2]

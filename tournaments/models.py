@@ -11,6 +11,9 @@ from raters.models import Rater
 from stats.trueskill import TrueSkillParams
 from tournaments.providers import ProviderConfig, ProviderError
 
+# Where models named only in an imported battle log "live": no such host, so nothing is ever sent there.
+IMPORTED_BASE_URL = "https://imported.invalid/v1"
+
 
 class LLMModelQuerySet(models.QuerySet):
     def available(self):
@@ -96,6 +99,11 @@ class LLMModel(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def is_imported(self) -> bool:
+        """A placeholder for a model known only from an imported battle log (`tournaments.imports`)."""
+        return self.base_url == IMPORTED_BASE_URL
 
     def provider_config(self) -> ProviderConfig:
         """How to call this model: its settings, with the API key read from the environment now."""

@@ -1,3 +1,4 @@
+import hashlib
 import uuid
 from dataclasses import dataclass
 
@@ -5,7 +6,7 @@ from django.db.models import Count, Q
 
 from config.errors import NotFound
 from raters.models import Rater, Study
-from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side
+from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side, Tournament
 from tournaments.pacing import SideProgress, revealed_chars
 from tournaments.quality import STRIKES_TO_EXCLUDE
 
@@ -203,6 +204,30 @@ def model_reliability(*, tournament) -> dict[int, ModelReliability]:
             counts["replies"] += row["replies"]
             counts["cut_off"] += row["cut_off"]
     return {pk: ModelReliability(model_id=pk, **counts) for pk, counts in tally.items()}
+
+
+def import_study_slug(tournament: Tournament) -> str:
+    """The study that holds the raters of battles imported into the tournament (`tournaments.imports`)."""
+    slug = f"import-{tournament.slug}"
+    max_length = Study._meta.get_field("slug").max_length
+    if len(slug) <= max_length:
+        return slug
+    digest = hashlib.sha256(tournament.slug.encode()).hexdigest()[:8]
+    return f"{slug[: max_length - 9]}-{digest}"
+
+
+def tournament_is_imported(*, tournament: Tournament) -> bool:
+    """Whether the tournament holds an imported battle log and nothing else: it has battles, and every
+    one is from a rater of its import study. Such raters stand for judge ids of someone else's log (or
+    for nobody, when the log has none), never for people in Populus's panels, and have no groups."""
+    study = Study.objects.filter(slug=import_study_slug(tournament), tournament=tournament).first()
+    if study is None:
+        return False
+    # A battle's rater is always of a study of the battle's tournament (battle_start, the import), so
+    # looking among the few raters of the tournament's other studies avoids reading millions of battles.
+    others = Rater.objects.filter(study__tournament=tournament).exclude(study=study)
+    battles = Battle.objects.filter(tournament=tournament)
+    return battles.exists() and not battles.filter(rater__in=others).exists()
 
 
 def rule_outcome_stats(*, study: Study) -> list[dict]:

@@ -131,9 +131,10 @@ class BoardEntrySerializer(serializers.Serializer):
     name = serializers.CharField()
     maker = serializers.CharField()
     status = serializers.ChoiceField(
-        choices=["active", "provisional", "withdrawn"],
+        choices=["active", "provisional", "withdrawn", "imported"],
         help_text="provisional: too few battles on this board for the score to mean much yet; withdrawn: "
-        "no longer in the tournament (its score stays published).",
+        "no longer in the tournament (its score stays published); imported: known only from an imported "
+        "battle log.",
     )
     rank = serializers.IntegerField(
         allow_null=True, help_text="Shared rank: one plus the models whose interval lies wholly above."
@@ -146,6 +147,14 @@ class BoardEntrySerializer(serializers.Serializer):
     score_low = serializers.FloatField(allow_null=True, help_text="95% interval, lower end.")
     score_high = serializers.FloatField(allow_null=True, help_text="95% interval, upper end.")
     p_best = serializers.FloatField(allow_null=True, help_text="Probability this model is the best.")
+    rating = serializers.FloatField(
+        allow_null=True,
+        help_text="The skill on Chatbot Arena's scale: 400 / ln 10 points per unit of Bradley-Terry "
+        "log-strength (400 points: ten wins to one loss), 1000 at the mean skill of the board's models. "
+        "Null in fits published before it existed.",
+    )
+    rating_low = serializers.FloatField(allow_null=True, help_text="95% interval, lower end.")
+    rating_high = serializers.FloatField(allow_null=True, help_text="95% interval, upper end.")
     battles = serializers.IntegerField(help_text="Counted battles on this board up to the fit's last vote.")
     wins = serializers.IntegerField()
     losses = serializers.IntegerField()
@@ -169,6 +178,10 @@ class BoardSerializer(serializers.Serializer):
     )
     snapshot = SnapshotSerializer(allow_null=True)
     suppressed = serializers.BooleanField()
+    imported = serializers.BooleanField(
+        help_text="An imported battle log: its raters are unknown (judge ids of the log, or one anonymous "
+        "rater), so the pooled board is published whatever their number; there are no group boards."
+    )
     notice = serializers.SerializerMethodField()
     raters = serializers.IntegerField(allow_null=True, help_text="Distinct raters with counted votes.")
     entries = BoardEntrySerializer(many=True, help_text="Every model that entered: ranked, then unranked.")
@@ -183,7 +196,11 @@ class BoardSerializer(serializers.Serializer):
     )
 
     def get_notice(self, board) -> str | None:
-        return "Not enough raters yet." if board.suppressed else None
+        if board.suppressed:
+            return "Not enough raters yet."
+        if board.imported:
+            return "An imported battle log: who voted is unknown."
+        return None
 
     def get_leader(self, board) -> str | None:
         return board.leader.slug if board.leader else None

@@ -2,6 +2,7 @@
 listed, and the privacy rule (small groups suppressed, and not derivable by differencing)."""
 
 import pytest
+from django.core.cache import cache
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -14,7 +15,11 @@ from leaderboard.boards import (
     board_pair_results,
     publishable_group_ids,
     publishable_groups,
+    rater_counts,
+    snapshot_cutoff,
+    snapshot_latest,
 )
+from leaderboard.models import FitBoardCounts
 from leaderboard.services import fits_publish
 from raters.models import Group, Rater
 from tests.leaderboard.board_data import raters_in, votes_cast
@@ -249,3 +254,33 @@ def test_a_lost_cache_version_never_comes_back_as_an_old_number(tournament):
     before = board_cache_version(tournament_id=tournament.pk)
     cache.clear()
     assert board_cache_version(tournament_id=tournament.pk) > before
+
+
+def test_counts_stored_with_a_fit_equal_those_counted_from_the_votes(tournament, study, groups):
+    fitted(tournament, study, {YOUNG: 10, MIDDLE: 9, OLDER: 12}, tie_rate=0.3)
+    dimension = overall(tournament)
+    snapshot = snapshot_latest(dimension=dimension)
+    cutoff = snapshot_cutoff(snapshot)
+    assert FitBoardCounts.objects.filter(snapshot=snapshot).count() == 1 + 3  # pooled and each age group
+    boards = [None, group(YOUNG), group(MIDDLE), group(OLDER), group("us-ethnicity-asian")]
+    stored_pairs = [board_pair_results(dimension=dimension, group=g, up_to_vote_id=cutoff) for g in boards]
+    stored_raters = rater_counts(tournament=tournament, dimension=dimension, up_to_vote_id=cutoff)
+    FitBoardCounts.objects.all().delete()  # as for a snapshot published before they were stored
+    counted_pairs = [board_pair_results(dimension=dimension, group=g, up_to_vote_id=cutoff) for g in boards]
+    assert stored_pairs == counted_pairs and stored_pairs[0] and not stored_pairs[-1]
+    cache.clear()
+    assert rater_counts(tournament=tournament, dimension=dimension, up_to_vote_id=cutoff) == stored_raters
+    assert stored_raters.pooled == 31 and stored_raters.by_group[group(OLDER).pk] == 12
+
+
+def test_pair_results_among_some_models_are_those_pairs_of_the_whole_board(tournament, study, groups):
+    fitted(tournament, study, {YOUNG: 10, OLDER: 12}, tie_rate=0.3)
+    dimension = overall(tournament)
+    cutoff = snapshot_cutoff(snapshot_latest(dimension=dimension))
+    two = set(tournament.llm_models.order_by("pk").values_list("pk", flat=True)[:2])
+    whole = board_pair_results(dimension=dimension, up_to_vote_id=cutoff)
+    expected = {pair: result for pair, result in whole.items() if set(pair) <= two}
+    assert board_pair_results(dimension=dimension, up_to_vote_id=cutoff, among=two) == expected
+    assert len(expected) == 2
+    FitBoardCounts.objects.all().delete()  # the path that counts from the votes
+    assert board_pair_results(dimension=dimension, up_to_vote_id=cutoff, among=two) == expected

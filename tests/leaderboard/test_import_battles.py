@@ -7,11 +7,12 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from leaderboard.models import AppliedVote, Rating
+from leaderboard.services import ratings_replay
 from raters.models import Rater, Study
 from raters.panel import keyed_hash
 from raters.services import PendingEntry, rater_create
 from tournaments.arena_format import ArenaBattle, BadRow, BattleLog, UnreadableLog
-from tournaments.imports import IMPORTED_BASE_URL
+from tournaments.imports import IMPORTED_BASE_URL, battles_import
 from tournaments.models import Battle, Dimension, LLMModel, Tournament, Turn, Vote, VoteChoice
 
 pytestmark = pytest.mark.django_db
@@ -347,3 +348,87 @@ def test_it_parses_rows_without_django():
     assert row.timestamp == datetime(1970, 1, 1, tzinfo=UTC)
     with pytest.raises(UnreadableLog):
         BattleLog.open("/nonexistent/file.jsonl")
+
+
+def _imported_state(tournament):
+    """What an import wrote, in the order of its battles."""
+    return sorted(
+        (
+            battle.pk,
+            battle.model_a.name,
+            battle.model_b.name,
+            battle.rater.participant_hash,
+            battle.rater.status,
+            battle.state,
+            battle.pair_probability,
+            battle.created_at,
+            battle.ended_at,
+            battle.vote.created_at,
+            tuple(battle.vote.choices.values_list("dimension__slug", "outcome")),
+            battle.vote.applied.counted,
+        )
+        for battle in Battle.objects.filter(tournament=tournament).select_related(
+            "model_a", "model_b", "rater", "vote__applied"
+        )
+    )
+
+
+def test_it_writes_the_same_battles_through_copy_as_through_the_portable_path(tmp_path):
+    asked = {"model_a": "gpt-4", "model_b": "claude-2", "winner": "tie", "question_id": "q", "tstamp": 9.0}
+    rows = [*BATTLES, asked]  # no judge: a rater keyed on the question id
+    states = []
+    for slug, bulk_copy in (("copy", True), ("portable", False)):
+        tournament = Tournament.objects.create(slug=slug, name=slug)
+        with BattleLog.open(write_jsonl(tmp_path / f"{slug}.jsonl", rows)) as log:
+            report = battles_import(tournament=tournament, rows=log.rows(), bulk_copy=bulk_copy, batch_size=2)
+        ratings_replay(tournament_id=tournament.pk)
+        assert (report.imported, report.raters_created) == (4, 3)
+        ratings = Rating.objects.filter(dimension__tournament=tournament).order_by("model__name")
+        states.append(
+            (
+                sorted(state[1:] for state in _imported_state(tournament)),
+                list(ratings.values_list("model__name", "mu", "sigma", "wins", "losses", "ties")),
+            )
+        )
+    assert states[0] == states[1]
+
+
+def test_it_numbers_copied_votes_in_the_order_of_the_log(arena, tmp_path):
+    rows = [{**BATTLES[index % 3], "tstamp": 1700000000.0 - index} for index in range(7)]
+    run(write_jsonl(tmp_path / "b.jsonl", rows), "--batch-size", "3")
+    stamps = list(Vote.objects.order_by("pk").values_list("created_at", flat=True))
+    assert stamps == sorted(stamps, reverse=True) and len(stamps) == 7
+    battle_ids = list(Vote.objects.order_by("pk").values_list("battle_id", flat=True))
+    assert battle_ids == sorted(battle_ids)
+
+
+def test_it_does_not_rebuild_the_live_ratings_when_a_re_import_brings_nothing_new(arena, tmp_path, capsys):
+    path = write_jsonl(tmp_path / "b.jsonl", BATTLES)
+    run(path)
+    applied = list(AppliedVote.objects.order_by("vote_id").values_list("pk", "applied_at"))
+    run(path)
+    assert list(AppliedVote.objects.order_by("vote_id").values_list("pk", "applied_at")) == applied
+
+
+def test_it_creates_the_tournament_with_default_dimensions_when_asked(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "b.jsonl", BATTLES)
+    call_command("import_battles", path, "--tournament", "arena-2023", "--create", "--name", "Arena 2023")
+    tournament = Tournament.objects.get(slug="arena-2023")
+    assert tournament.name == "Arena 2023"
+    assert "overall" in set(tournament.dimensions.values_list("slug", flat=True))
+    assert tournament.dimensions.count() == 5
+    assert outcomes(tournament) == EXPECTED
+    call_command("import_battles", path, "--tournament", "arena-2023", "--create", "--name", "Arena 2023")
+    assert Tournament.objects.filter(slug="arena-2023").count() == 1
+    assert Battle.objects.count() == 3
+
+
+def test_it_refuses_an_unknown_tournament_without_create_and_a_bad_slug_with_it(tmp_path):
+    path = write_jsonl(tmp_path / "b.jsonl", BATTLES)
+    with pytest.raises(CommandError, match="--create"):
+        call_command("import_battles", path, "--tournament", "nowhere")
+    with pytest.raises(CommandError, match="Cannot create tournament"):
+        call_command("import_battles", path, "--tournament", "not a slug!", "--create")
+    with pytest.raises(CommandError, match="--name names a tournament made by --create"):
+        call_command("import_battles", path, "--tournament", "nowhere", "--name", "Nowhere")
+    assert not Tournament.objects.exists()

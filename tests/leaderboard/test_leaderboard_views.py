@@ -46,11 +46,12 @@ def test_it_shows_the_pooled_fitted_board_with_every_column(client, fitted):
     rows = board_rows(html)
     assert len(rows) == 3
     favourite = fitted.llm_models.order_by("pk").first()
-    rank, model, score, p_best, _battles, _wins_losses_ties, win_rate = rows[0]
+    rank, model, score, rating, p_best, _battles, _wins_losses_ties, win_rate = rows[0]
     assert rank.startswith("1") and model.startswith(favourite.name)
     assert re.fullmatch(rf"0\.\d{{3}} \(0\.\d{{3}}{DASH}0\.\d{{3}}\)", score)
+    assert re.fullmatch(rf"1\d{{3}} \(\d{{3,4}}{DASH}1\d{{3}}\)", rating)
     assert p_best.endswith("%") and win_rate.endswith("%")
-    assert sum(int(row[4]) for row in rows) == 2 * 31 * 3
+    assert sum(int(row[5]) for row in rows) == 2 * 31 * 3
     assert "Fitted <time" in html and "31 raters" in html
     assert 'href="/leaderboard/models/' in html
 
@@ -105,7 +106,7 @@ def test_before_any_fit_it_says_so_and_lists_every_entrant(client, tournament, s
     assert "No fit has been published yet" in html
     rows = board_rows(html)
     assert len(rows) == 3 and all("not fitted yet" in row[2] for row in rows)
-    assert sum(int(row[4]) for row in rows) == 60
+    assert sum(int(row[5]) for row in rows) == 60
 
 
 def test_withdrawn_and_provisional_models_stay_listed(client, fitted, settings):

@@ -13,6 +13,7 @@ BENCHMARKS = {
     "rigging": "bench.rigging",
     "personal": "bench.personal",
     "battles": "bench.battles",
+    "scale": "bench.scale",
 }
 
 
@@ -24,7 +25,8 @@ class Command(BaseCommand):
         "concurrent load against a trivial view on the same server. rigging: votes a rigging attack "
         "needs on a plain Bradley-Terry board and on Populus's defended board, and the raters the "
         "defences hold out. personal: a visitor's own board against the pooled and profile boards on "
-        "their held-out choices, in simulation."
+        "their held-out choices, in simulation. scale: an Arena-scale log through import, fit, first "
+        "API and page requests."
     )
 
     def add_arguments(self, parser):

@@ -1,3 +1,4 @@
+import time
 from collections.abc import Callable
 
 from django.core.management.base import BaseCommand, CommandError
@@ -5,7 +6,13 @@ from django.core.management.base import BaseCommand, CommandError
 from config.errors import ApplicationError
 from leaderboard.services import ratings_replay
 from tournaments.arena_format import BattleLog, UnreadableLog
-from tournaments.imports import DEFAULT_BATCH_SIZE, ImportReport, battles_import, import_study_slug
+from tournaments.imports import (
+    DEFAULT_BATCH_SIZE,
+    ImportReport,
+    battles_import,
+    import_study_slug,
+    tournament_for_import,
+)
 from tournaments.models import Tournament, Vote
 
 BAR_WIDTH = 24
@@ -23,6 +30,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="The log: .json (array), .jsonl (one object a line) or .csv.")
         parser.add_argument("--tournament", required=True, help="Slug of the tournament to import into.")
+        parser.add_argument(
+            "--create",
+            action="store_true",
+            help="Make the tournament (with the default dimensions) if no tournament has that slug.",
+        )
+        parser.add_argument("--name", help="With --create: the new tournament's name (default: the slug).")
         parser.add_argument(
             "--format",
             choices=["arena", "csv"],
@@ -48,17 +61,27 @@ class Command(BaseCommand):
             "voting. Skipped by default: Populus votes are blind.",
         )
 
-    def handle(self, *args, file, tournament, format, batch_size, progress_every, include_named, **options):
+    def handle(self, *args, file, tournament, create, name, format, batch_size, progress_every, **options):
+        include_named = options["include_named"]
         if batch_size < 1 or progress_every < 1:
             raise CommandError("--batch-size and --progress-every must be at least 1.")
+        if name and not create:
+            raise CommandError("--name names a tournament made by --create.")
         try:
-            target = Tournament.objects.get(slug=tournament)
-        except Tournament.DoesNotExist:
-            raise CommandError(f"No tournament has the slug {tournament!r}; create it first.") from None
-        try:
+            # An unknown tournament is reported before the log is read; one to create is made only once
+            # the log opens, so a mistyped path leaves no empty tournament behind.
+            target = None if create else tournament_for_import(slug=tournament)
             log = BattleLog.open(file, format)
-        except UnreadableLog as error:
-            raise CommandError(str(error)) from None
+        except (ApplicationError, UnreadableLog) as error:
+            raise CommandError(getattr(error, "message", str(error))) from None
+        if target is None:
+            try:
+                target = tournament_for_import(slug=tournament, name=name, create=True)
+            except ApplicationError as error:
+                log.close()
+                raise CommandError(error.message) from None
+        if create and target.name != (name or target.slug):
+            self.stderr.write(f"Tournament {target.slug!r} exists ({target.name!r}): importing into it.")
         progress = _Progress(self.stderr, log, every=progress_every)
         with log:
             try:
@@ -112,6 +135,11 @@ class Command(BaseCommand):
             f"Ratings: {report.ratings_applied:,} vote(s) applied to the live ratings, on the 'overall' "
             "dimension only (Arena logs carry one verdict per battle)."
         )
+        rate = report.rows_read / max(report.rows_seconds, 1e-9)
+        lines.append(
+            f"Took {report.rows_seconds:.1f} s for the rows ({rate:,.0f} rows/s) and "
+            f"{report.ratings_seconds:.1f} s for the live ratings."
+        )
         self.stdout.write("\n".join(lines))
 
 
@@ -121,10 +149,14 @@ def _ratings_apply(
     """Bring the live ratings up to date with the new votes: a replay of the tournament's whole log in
     memory, far faster than applying tens of thousands of votes one database transaction at a time."""
     report.phase = "rating"
+    report.rows_seconds = time.monotonic() - report.started
     report.ratings_pending = Vote.objects.filter(battle__tournament=tournament, applied__isnull=True).count()
     on_progress(report)
-    ratings_replay(tournament_id=tournament.pk)
+    if report.ratings_pending:
+        # Nothing new (a re-import): the live ratings are already those of the log.
+        ratings_replay(tournament_id=tournament.pk)
     report.ratings_applied = report.ratings_pending
+    report.ratings_seconds = time.monotonic() - report.started - report.rows_seconds
     report.phase = "done"
     on_progress(report)
 

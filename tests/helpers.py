@@ -101,3 +101,13 @@ def slow_quota_statements(execute, sql, params, many, context):
     if '"raters_quota"' in sql:
         time.sleep(0.01)
     return execute(sql, params, many, context)
+
+
+def study_manager(username: str = "staff"):
+    """A staff member in the ready "study manager" group: every staff page and action of a study."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group as AuthGroup
+
+    user = get_user_model().objects.create_user(username, password="x", is_staff=True)
+    user.groups.add(AuthGroup.objects.get(name="study manager"))
+    return user

@@ -5,11 +5,11 @@ import re
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from leaderboard.services import fits_publish
+from tests.helpers import study_manager
 from tests.leaderboard.board_data import raters_in, votes_cast
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +42,7 @@ def concrete(route: str, values: dict[str, str]) -> str:
 def site(tournament, study, groups):
     votes_cast(tournament, raters_in(study, "us-age-18-34", count=12), seed=1)
     fits_publish(tournament_id=tournament.pk)
-    staff = get_user_model().objects.create_user(username="staff", password="x", is_staff=True)
+    staff = study_manager()
     return {
         "tournament": tournament.slug,
         "model": tournament.llm_models.first().slug,

@@ -6,10 +6,10 @@ import io
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from leaderboard.boards import board_get
 from leaderboard.services import fits_publish
+from tests.helpers import study_manager
 from tests.leaderboard.board_data import raters_in, votes_cast
 
 pytestmark = pytest.mark.django_db
@@ -85,8 +85,7 @@ def test_it_refuses_a_threshold_that_two_models_could_reach(fitted):
 
 
 def test_it_shows_staff_each_board_with_its_leader_and_the_battles_still_needed(client, fitted, study):
-    staff = get_user_model().objects.create_user("staff", password="x", is_staff=True)
-    client.force_login(staff)
+    client.force_login(study_manager())
     dashboard = client.get(f"/staff/studies/{study.slug}/").content.decode()
     assert f"/staff/studies/{study.slug}/boards/" in dashboard
     slug, p_best = top_p_best(fitted)

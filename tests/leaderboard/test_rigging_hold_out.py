@@ -5,13 +5,13 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from leaderboard.demo_votes import voted_battles_write
 from leaderboard.models import FitSnapshot
 from leaderboard.services import fits_publish
 from raters.models import Rater
+from tests.helpers import study_manager
 from tests.leaderboard.board_data import raters_in, votes_cast
 
 pytestmark = pytest.mark.django_db
@@ -78,8 +78,7 @@ def test_it_shows_staff_the_reason_and_restores_and_restore_the_rater_in_one_ste
     (rigger,) = raters_in(study, AGE, count=1)
     rigged_votes(tournament, [rigger], per_rater=40)
     fits_publish(tournament_id=tournament.pk)
-    staff = get_user_model().objects.create_user(username="curator", password="x", is_staff=True)
-    client.force_login(staff)
+    client.force_login(study_manager("curator"))
     page = client.get(f"/staff/studies/{study.slug}/quality/").content.decode()
     rigger.refresh_from_db()
     assert rigger.held_out_reason in page.replace("&#x27;", "'")

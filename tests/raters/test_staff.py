@@ -2,23 +2,20 @@ import csv
 import io
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group as AuthGroup
 from django.utils.html import escape
 
 from raters.models import Group, Quota, Study
 from raters.services import quota_set
 from stats.census import PRESETS
 from tests.conftest import admitted_rater
+from tests.helpers import study_manager
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def staff_client(client):
-    staff = get_user_model().objects.create_user("staff", password="x", is_staff=True)
-    staff.groups.add(AuthGroup.objects.get(name="study manager"))
-    client.force_login(staff)
+    client.force_login(study_manager())
     return client
 
 

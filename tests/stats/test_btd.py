@@ -111,6 +111,11 @@ def test_it_has_an_analytic_gradient_and_hessian_matching_finite_differences(sim
         tau=np.full(N_GROUPS, 0.5),
     )
     x = fit.packed() + np.random.default_rng(3).normal(0.0, 0.2, len(fit.packed()))
+    assert_derivatives_match_finite_differences(problem, x)
+
+
+def assert_derivatives_match_finite_differences(problem, x: np.ndarray) -> None:
+    """The analytic gradient and Hessian of the negative log-posterior agree with central differences."""
     _, grad = _objective(x, problem)
     step = 1e-5
     basis = np.eye(len(x))

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from bench.fit import STYLE_GROUP, simulate_style_battles, style_world
-from stats.btd import Counts, _hessian, _objective, _problem, fit_btd
+from stats.btd import Counts, _problem, fit_btd
 from stats.posterior import centred_covariance, covariance_from_centred, fit_restored, skills_for
+from tests.stats.test_btd import assert_derivatives_match_finite_differences
 
 N_GROUPS = 5  # bench.fit.STYLE_AXES
 
@@ -33,23 +34,7 @@ def test_it_has_an_analytic_gradient_and_hessian_matching_finite_differences_wit
     )
     size = (5 + 4) * (1 + N_GROUPS * with_groups) + 1
     x = rng.normal(0.0, 0.3, size)
-    _, grad = _objective(x, problem)
-    step = 1e-5
-    basis = np.eye(size)
-    numeric_grad = np.array(
-        [
-            (_objective(x + step * e, problem)[0] - _objective(x - step * e, problem)[0]) / (2 * step)
-            for e in basis
-        ]
-    )
-    numeric_hessian = np.array(
-        [
-            (_objective(x + step * e, problem)[1] - _objective(x - step * e, problem)[1]) / (2 * step)
-            for e in basis
-        ]
-    )
-    assert np.abs(numeric_grad - grad).max() < 1e-5 * np.abs(grad).max()
-    assert np.abs(numeric_hessian - _hessian(x, problem)).max() < 1e-6 * np.abs(numeric_hessian).max()
+    assert_derivatives_match_finite_differences(problem, x)
 
 
 def test_it_recovers_the_planted_global_and_group_style_coefficients(planted):

@@ -713,22 +713,13 @@ def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.Optimi
         value, grad = _objective(x, problem)
         return scale * value, scale * grad
 
-    if method == "trust-ncg":
+    if method in ("trust-ncg", "trust-exact"):
         return optimize.minimize(
             objective,
             x0,
             jac=True,
             hess=lambda x: scale * _hessian(x, problem),
-            method="trust-ncg",
-            options={"gtol": GTOL, "maxiter": 200},
-        )
-    if method == "trust-exact":
-        return optimize.minimize(
-            objective,
-            x0,
-            jac=True,
-            hess=lambda x: scale * _hessian(x, problem),
-            method="trust-exact",
+            method=method,
             options={"gtol": GTOL, "maxiter": 200},
         )
     if method == "L-BFGS-B":

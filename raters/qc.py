@@ -24,8 +24,12 @@ RULES = ("too_short", "copy", "gibberish", "topic_wandering", "too_fast", "strai
 
 DEFAULT_PARAMS: dict[str, dict[str, float]] = {
     "too_short": {
-        "min_words": 2,  # fewer words than this fail unless the message is a question ("Why?" passes)
+        "small_talk_words": 4,  # greetings, thanks and acknowledgements up to this long are nudged
         "min_chars": 3,  # letters, digits and symbols, not spaces or punctuation; a Han character counts 3
+        # Nudges for an empty-handed message in one battle before the next is struck: people open with
+        # "hi" and close with "thanks" (2% of real chats open with a greeting), which is no reason to strike
+        # them, but a rater who keeps sending nothing to work on is.
+        "nudges_before_strike": 1,
     },
     "copy": {
         "min_words": 6,  # shorter messages ("can you explain more?") are repeated legitimately
@@ -152,63 +156,115 @@ def _is_question(text: str) -> bool:
 # One-word requests to carry on with the reply, which a long or cut-off answer invites ("continue", "more").
 _CARRY_ON_TEXT = """
     continue more next go keep proceed elaborate expand continua continúa continuar sigue seguir continuez
-    suite weiter weitermachen mehr verder doorgaan prosegui avanti 继续 繼續 続けて 続き 계속 продолжай дальше
+    suite weiter weitermachen mehr verder doorgaan prosegui avanti pokracuj pokračuj dalej 继续 繼續 続けて
+    続き 계속 продолжай дальше
 """
 _CARRY_ON = frozenset(_CARRY_ON_TEXT.split())
 
 
 # Greetings and thanks answer no question, whatever the models asked.
 _NOT_AN_ANSWER_TEXT = """
-    hi hello hey hiya yo hola salut hallo ciao ola olá thanks thank thx ty merci danke gracias grazie obrigado
-    obrigada bye
+    hi hello hey hiya yo sup hola salut hallo ciao ola olá bonjour thanks thank thx ty merci danke gracias
+    grazie obrigado obrigada bye 谢谢 多谢 谢了 你好 ありがとう こんにちは 감사합니다 고마워 안녕
+    спасибо привет
 """
 _NOT_AN_ANSWER = frozenset(_NOT_AN_ANSWER_TEXT.split())
+# Small talk: greetings, thanks and bare acknowledgements, with the words that pad them ("thank you so
+# much"). Polite, but they give the models nothing to work on; "yes" and "ok" may answer a question.
+_SMALL_TALK_TEXT = """
+    ok okay okey k kk cool nice great good perfect excellent lovely awesome wow lol yes yeah yep no nope sure
+    fine you u so much very a lot all there guys again everyone
+"""
+_SMALL_TALK = _NOT_AN_ANSWER | frozenset(_SMALL_TALK_TEXT.split())
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W\d_]+", text.casefold())
 
 
 def _answers(text: str, context: Sequence[str]) -> bool:
-    """Whether a short message is a real turn here: an answer to the models' question, or "continue"."""
-    words = re.findall(r"[^\W\d_]+", text.casefold())
-    if not context or not words or words[0] in _NOT_AN_ANSWER:
+    """Whether a short message is a real turn here: an answer to the models' question or a pick from the
+    options they listed ("3"), or a request to carry on ("continue")."""
+    words = _words(text)
+    if not context or not any(ch.isalnum() for ch in text) or (words and words[0] in _NOT_AN_ANSWER):
         return False
-    return _carries_on(text) or _models_asked(context)
+    return _carries_on(text) or _models_asked(context) or _picks_an_option(text, context)
 
 
 def _carries_on(text: str) -> bool:
-    words = re.findall(r"[^\W\d_]+", text.casefold())
+    words = _words(text)
     return bool(words) and words[0] in _CARRY_ON
 
 
-def _models_asked(context: Sequence[str]) -> bool:
-    """Whether the latest replies ask the rater something ("Which medication do you mean?").
+def _latest_replies(context: Sequence[str]) -> list[str]:
+    # context is in conversation order, so the newest replies are its last pieces; code blocks are left out
+    # because a "?" or a "1." there is syntax, not a question or a list.
+    return [re.sub(r"```.*?(```|$)", " ", text, flags=re.DOTALL) for text in context[-2:]]
 
-    context is in conversation order, so the newest replies are its last pieces; code blocks are left out
-    because a "?" there is syntax, not a question.
-    """
-    latest = [re.sub(r"```.*?(```|$)", " ", text, flags=re.DOTALL) for text in context[-2:]]
-    return any(_is_question(unicodedata.normalize("NFKC", text)) for text in latest)
+
+def _models_asked(context: Sequence[str]) -> bool:
+    """Whether the latest replies ask the rater something ("Which medication do you mean?")."""
+    return any(_is_question(unicodedata.normalize("NFKC", text)) for text in _latest_replies(context))
+
+
+def _picks_an_option(text: str, context: Sequence[str]) -> bool:
+    """A bare number naming an item of a numbered list in the latest replies ("1. Go downstairs ...")."""
+    choice = text.strip().rstrip(".)")
+    if not choice.isdigit():
+        return False
+    item = re.compile(rf"^\s*{int(choice)}\s*[.)]\s+\S", flags=re.MULTILINE)
+    return any(item.search(reply) for reply in _latest_replies(context))
+
+
+def _empty_handed(text: str, p: Mapping[str, float], context: Sequence[str]) -> bool:
+    """Too short to be a request ("?" after a reply), nothing but small talk ("hello there", "thanks!"), or
+    "continue" with nothing to continue."""
+    words = _words(text)
+    if not context and len(words) == 1 and _carries_on(text):
+        return True
+    small_talk = bool(words) and len(words) <= p["small_talk_words"] and all(w in _SMALL_TALK for w in words)
+    return _size(text) < p["min_chars"] or (small_talk and not _is_question(text))
 
 
 def check_too_short(
-    message: str, params: Mapping[str, float] | None = None, *, context: Sequence[str] = ()
+    message: str,
+    params: Mapping[str, float] | None = None,
+    *,
+    context: Sequence[str] = (),
+    nudged_before: int = 0,
 ) -> RuleResult:
-    """Fails "ok", "thanks", "." and the like; a question of any length, in any script, passes.
+    """Strikes an opening message with nothing in it ("?!", ".", "👍"); nudges small talk ("hi", "thanks").
 
-    context is the battle so far in conversation order (messages and both models' replies). When the latest
-    replies asked the rater a question, a one-word answer ("Ibuprofen.", "Yes") is a real turn and passes;
-    an empty one ("?!", ".") still fails. The score is the number of words, estimated for scripts written
-    without spaces.
+    context is the battle so far in conversation order (messages and both models' replies). A short
+    message that answers the models' question ("Ibuprofen.", "Yes"), picks one of the options they listed
+    ("3") or asks them to carry on ("continue") is a real turn and passes, as does a question of any
+    length in any script and a one-word request ("Summarise", "shorter"). Small talk is sent with a
+    friendly nudge (doubtful) until the rater has had `nudges_before_strike` of them in this battle
+    (nudged_before, counted by the caller); after that it is struck. The score is the number of words,
+    estimated for scripts written without spaces.
     """
     p = _params("too_short", params)
     text = unicodedata.normalize("NFKC", message)  # the fullwidth question mark becomes "?"
     words = _word_count(text)
-    if _size(text) < p["min_chars"] and not _answers(text, context):
+    if not context and not any(ch.isalnum() for ch in text):
         reason = (
             "please write out a real question or request about your task; this one is too short to answer."
         )
         return _result("too_short", failed=True, score=words, reason=reason)
-    failed = words < p["min_words"] and not _is_question(text) and not _answers(text, context)
-    reason = "please ask a real question about your task; a single word gives the models nothing to work on."
-    return _result("too_short", failed=failed, score=words, reason=reason)
+    if _answers(text, context) or not _empty_handed(text, p, context):
+        return _result("too_short", failed=False, score=words, reason="")
+    if nudged_before >= p["nudges_before_strike"]:
+        reason = (
+            "please ask the models a real question about your task; small talk gives them nothing to work on."
+        )
+        return _result("too_short", failed=True, score=words, reason=reason)
+    return RuleResult(
+        rule="too_short",
+        failed=False,
+        score=float(words),
+        reason=f"Short message, sent with a nudge: {message}",
+        doubtful=True,
+    )
 
 
 # --- Content words (topic_wandering, copy) ---------------------------------------------------------------
@@ -388,6 +444,11 @@ def _adds_content(tokens: set[str], earlier_tokens: set[str]) -> bool:
     )
 
 
+def _numbers(text: str) -> set[str]:
+    # Numbers say which chapter, step or option is meant; content words of two letters or less are dropped.
+    return set(re.findall(r"\d+", text))
+
+
 def _may_reach(text: str, other: str, floor: float) -> bool:
     """Cheap upper bounds on the similarity, so most earlier messages skip the quadratic comparison."""
     if 2 * min(len(text), len(other)) / (len(text) + len(other)) < floor:
@@ -401,13 +462,18 @@ def _may_reach(text: str, other: str, floor: float) -> bool:
 def check_copy(
     message: str, earlier_messages: Sequence[str], params: Mapping[str, float] | None = None
 ) -> RuleResult:
-    """Fails a message that repeats one of the rater's earlier messages, in this battle or another.
+    """Fails a message that repeats a task the rater brought to an earlier battle: a task recycled.
 
-    The score is the similarity to the closest earlier message that the new one adds no content word to;
-    earlier messages that cannot come within 0.1 of the threshold are not measured (score 0).
+    earlier_messages are the opening messages of the rater's other battles. Follow-ups are not compared
+    with each other: within one battle a repeat is a real turn (asking again after a poor answer,
+    "Continue writing please" once more), and across battles a follow-up like that is no task of its own.
+    The score is the similarity to the closest earlier message that the new one
+    adds no content word or number to ("Write chapter 2" after "Write chapter 1" is the next task, not a
+    copy); earlier messages that cannot come within 0.1 of the threshold are not measured (score 0).
     """
     p = _params("copy", params)
     text, tokens = _normalise(message), _content_tokens(message)
+    numbers = _numbers(text)
     if _word_count(text) < p["min_words"] or len(tokens) < p["min_content_words"]:
         return _result("copy", failed=False, score=0.0, reason="")
     best = 0.0
@@ -416,7 +482,11 @@ def check_copy(
         if not other or not _may_reach(text, other, max(best, p["similarity"] - 0.1)):
             continue
         ratio = 1.0 if other == text else difflib.SequenceMatcher(None, text, other, autojunk=False).ratio()
-        if ratio > best and not _adds_content(tokens, _content_tokens(earlier)):
+        if (
+            ratio > best
+            and not _adds_content(tokens, _content_tokens(earlier))
+            and numbers <= _numbers(other)
+        ):
             best = ratio
         if best == 1.0:
             break
@@ -848,18 +918,23 @@ def load_corpus(path: Path | str = CORPUS_PATH) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+CORPUS_REPORT_COLUMNS = ("items", "caught", "false_strikes", "missed", "passed")
+
+
 def corpus_report(corpus: Mapping, *, params: Mapping[str, Mapping[str, float]] | None = None) -> list[dict]:
-    """One row per rule in the corpus: how the rule's verdicts compare with the labels."""
+    """One row per rule in the corpus: how the rule's verdicts compare with the labels. A bad item is caught
+    when it is struck or sent with a nudge; a good one is passed when it is not struck (a nudge is no
+    penalty)."""
     rows = []
     for rule in (rule for rule in RULES if rule in corpus):
-        row = dict.fromkeys(("items", "true_strikes", "false_strikes", "missed", "correct_passes"), 0)
+        row = dict.fromkeys(CORPUS_REPORT_COLUMNS, 0)
         rule_params = _params(rule, (params or {}).get(rule))
         for item in corpus[rule]:
-            failed = _CORPUS_RUNNERS[rule](item, rule_params).failed
+            result = _CORPUS_RUNNERS[rule](item, rule_params)
             if item["should_fail"]:
-                row["true_strikes" if failed else "missed"] += 1
+                row["caught" if result.failed or result.doubtful else "missed"] += 1
             else:
-                row["false_strikes" if failed else "correct_passes"] += 1
+                row["false_strikes" if result.failed else "passed"] += 1
             row["items"] += 1
         rows.append({"rule": rule, **row})
     return rows

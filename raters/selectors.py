@@ -174,6 +174,7 @@ QC_RULE_LABELS = {
     "copy": "Copy of an earlier message",
     "topic_wandering": "New topic (embedded judge)",
 }
+LLM_JUDGE_LABEL = "New topic (LLM judge: {model})"
 
 
 @dataclass(frozen=True)
@@ -197,25 +198,34 @@ def qc_error_rates(*, path: Path = qc.FIGURES_PATH) -> list[QcErrorRate]:
         figures = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
-    rows = []
-    for rule, label in QC_RULE_LABELS.items():
-        measured = figures["rules"].get(rule)
-        if measured is None:
-            continue
-        struck, caught = measured["legit_struck"], measured["bad_caught"]
-        nudged = measured.get("legit_nudged")
-        rows.append(
-            QcErrorRate(
-                rule=rule,
-                label=label,
-                legit_n=struck["n"],
-                struck_pct=100 * struck["share"],
-                struck_upper_pct=100 * struck["wilson95"][1],
-                nudged_pct=100 * nudged["share"] if nudged else None,
-                caught_n=caught["n"],
-                caught_pct=100 * caught["share"],
-                caught_lower_pct=100 * caught["wilson95"][0],
-                caught_source=measured["bad_source"],
-            )
+    measured_by_rule = {rule: (label, figures["rules"].get(rule)) for rule, label in QC_RULE_LABELS.items()}
+    # The optional LLM judge, when the bench had a model server to ask (off on the site by default).
+    judge = (figures["rules"].get("topic_wandering") or {}).get("llm_judge")
+    if judge:
+        source = figures["rules"]["topic_wandering"]["bad_source"]
+        measured_by_rule["llm_topic_judge"] = (
+            LLM_JUDGE_LABEL.format(model=judge["model"]),
+            {**judge, "bad_source": source},
         )
-    return rows
+    return [
+        _qc_error_rate(rule, label, measured)
+        for rule, (label, measured) in measured_by_rule.items()
+        if measured is not None
+    ]
+
+
+def _qc_error_rate(rule: str, label: str, measured: dict) -> QcErrorRate:
+    struck, caught = measured["legit_struck"], measured["bad_caught"]
+    nudged = measured.get("legit_nudged")
+    return QcErrorRate(
+        rule=rule,
+        label=label,
+        legit_n=struck["n"],
+        struck_pct=100 * struck["share"],
+        struck_upper_pct=100 * struck["wilson95"][1],
+        nudged_pct=100 * nudged["share"] if nudged else None,
+        caught_n=caught["n"],
+        caught_pct=100 * caught["share"],
+        caught_lower_pct=100 * caught["wilson95"][0],
+        caught_source=measured["bad_source"],
+    )

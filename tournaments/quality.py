@@ -66,6 +66,12 @@ def quality_settings() -> dict[str, RuleSetting]:
 TOPIC_NUDGE = (
     "This looks like a new topic; please keep one task per battle and start new topics in your next battle."
 )
+SMALL_TALK_NUDGE = (
+    "Please ask the models something about your task: a greeting or a thank-you gives them nothing to work "
+    "on. This note is not a warning, but the next message like it in this battle will be."
+)
+# What a rater sees under a message that a rule let through as doubtful.
+NUDGES = {"topic_wandering": TOPIC_NUDGE, "too_short": SMALL_TALK_NUDGE}
 
 
 @dataclass(frozen=True)
@@ -75,13 +81,24 @@ class MessageJudgement:
 
 
 def message_quality_check(*, rater: Rater, battle: Battle, message: str) -> MessageJudgement:
-    """Judge a message before it is sent to the models: a strike stops it; a doubtful topic lets it through
-    with a nudge, and the case is flagged for staff with its score."""
+    """Judge a message before it is sent to the models: a strike stops it; a doubtful one (a possible new
+    topic, small talk) is sent with a nudge, and the case is flagged for staff with its score.
+
+    A copy is judged against the tasks the rater opened their other battles with (see qc.check_copy)."""
     settings_by_rule = quality_settings()
-    earlier = list(Turn.objects.filter(battle__rater=rater).values_list("message", flat=True))
+    earlier = list(
+        Turn.objects.filter(battle__rater=rater, index=0)
+        .exclude(battle=battle)
+        .values_list("message", flat=True)
+    )
     context = _battle_context(battle)
+    nudged_before = RuleOutcome.objects.filter(
+        battle=battle, rule="too_short", action=RuleOutcome.Action.FLAGGED
+    ).count()
     checks = {
-        "too_short": lambda params: qc.check_too_short(message, params, context=context),
+        "too_short": lambda params: qc.check_too_short(
+            message, params, context=context, nudged_before=nudged_before
+        ),
         "copy": lambda params: qc.check_copy(message, earlier, params),
         "gibberish": lambda params: qc.check_gibberish(message, params),
         "topic_wandering": lambda params: _topic_result(message, context, params),
@@ -92,8 +109,8 @@ def message_quality_check(*, rater: Rater, battle: Battle, message: str) -> Mess
         if settings_by_rule[rule].mode != QualityRuleSetting.Mode.OFF
     ]
     strike = _record_outcomes(rater=rater, battle=battle, results=results, message=message)
-    doubtful = any(result.doubtful and not result.failed for _, result in results)
-    return MessageJudgement(strike=strike, nudge=TOPIC_NUDGE if doubtful and strike is None else "")
+    doubtful = [result.rule for _, result in results if result.doubtful and not result.failed]
+    return MessageJudgement(strike=strike, nudge=NUDGES[doubtful[0]] if doubtful and strike is None else "")
 
 
 def _topic_result(message: str, context: list[str], params: dict) -> qc.RuleResult:

@@ -213,6 +213,30 @@ def test_the_methodology_page_states_each_rules_measured_error_rates(client):
         assert rule in table
 
 
+def test_the_llm_judges_measured_rates_get_a_row_of_their_own(tmp_path):
+    import json
+
+    from raters import qc
+    from raters.selectors import qc_error_rates
+
+    figures = json.loads(qc.FIGURES_PATH.read_text())
+    figures["rules"]["topic_wandering"].pop("llm_judge", None)
+    path = tmp_path / "figures.json"
+    path.write_text(json.dumps(figures))
+    assert "llm_topic_judge" not in [row.rule for row in qc_error_rates(path=path)]
+    share = {"count": 3, "n": 40, "share": 0.075, "wilson95": [0.026, 0.199]}
+    judge = {"model": "Some model", "legit_struck": share, "bad_caught": share, "no_verdict": share}
+    figures["rules"]["topic_wandering"]["llm_judge"] = judge
+    path.write_text(json.dumps(figures))
+    row = qc_error_rates(path=path)[-1]
+    assert (row.rule, row.label, row.legit_n, row.struck_pct) == (
+        "llm_topic_judge",
+        "New topic (LLM judge: Some model)",
+        40,
+        7.5,
+    )
+
+
 def test_the_error_rates_are_left_out_before_the_bench_ran(tmp_path):
     from raters.selectors import qc_error_rates
 

@@ -64,20 +64,31 @@ def test_it_never_judges_a_message_too_short_to_carry_a_topic():
 
 def test_it_accepts_a_one_word_answer_to_the_models_question():
     context = ["I need information about a specific medication.", "Of course. Which medication do you mean?"]
-    assert not qc.check_too_short("Ibuprofen.", context=context).failed
-    assert qc.check_too_short("Ibuprofen.").failed
-    assert qc.check_too_short(".", context=context).failed  # an empty answer is still no turn
-    assert qc.check_too_short("hi", context=context).failed  # a greeting answers nothing
+    answer = qc.check_too_short("Ibuprofen.", context=context, nudged_before=1)
+    assert not answer.failed and not answer.doubtful
+    assert qc.check_too_short(".", context=context).doubtful  # an empty answer is no turn
+    assert qc.check_too_short("hi", context=context).doubtful  # a greeting answers nothing
+    assert qc.check_too_short("hi", context=context, nudged_before=1).failed
+
+
+def test_it_accepts_a_number_that_picks_one_of_the_options_the_models_listed():
+    context = ["Start a text adventure", "You wake up.\n\n1. Go downstairs\n2. Check the computer\n3. Sleep"]
+    for choice in ("1", "3.", " 2 "):
+        result = qc.check_too_short(choice, context=context, nudged_before=1)
+        assert not result.failed and not result.doubtful
+    assert qc.check_too_short("4", context=context, nudged_before=1).failed  # no such option
+    assert qc.check_too_short("1", context=["Start", "```\n1. not a list\n```"], nudged_before=1).failed
 
 
 def test_it_ignores_question_marks_inside_code_in_replies():
     context = ["Fix my regex", "Here it is:\n```\n^a+?b$\n```\nThat matches the lines you want."]
-    assert qc.check_too_short("thanks", context=context).failed
+    assert qc.check_too_short("Yes", context=context).doubtful
+    assert not qc.check_too_short("Yes", context=[*context, "Shall I explain it?"]).doubtful
 
 
 def test_it_accepts_continue_after_a_reply():
     assert not qc.check_too_short("continue", context=PANDAS).failed
-    assert qc.check_too_short("continue").failed  # nothing to continue yet
+    assert qc.check_too_short("continue").doubtful  # nothing to continue yet
 
 
 def test_it_gives_the_wilson_interval():

@@ -30,6 +30,7 @@ from tournaments.models import (
     Vote,
 )
 from tournaments.quality import (
+    SMALL_TALK_NUDGE,
     TOPIC_NUDGE,
     quality_consensus_scan,
     rater_exclude_by_staff,
@@ -50,11 +51,11 @@ def ratings_table():
 def test_it_warns_about_a_low_effort_message_and_does_not_send_it(rater, fake_llm):
     battle = battle_start(rater=rater)
     with pytest.raises(StrikeWarning) as warning:
-        turn_submit(battle=battle, message="hi")
+        turn_submit(battle=battle, message="?!")
     assert warning.value.title == "Warning 1 of 3"
     assert Turn.objects.count() == 0 and fake_llm.requests == []
     strike = Strike.objects.get()
-    assert (strike.rule, strike.message, strike.battle) == ("too_short", "hi", battle)
+    assert (strike.rule, strike.message, strike.battle) == ("too_short", "?!", battle)
     assert set(RuleOutcome.objects.values_list("rule", flat=True)) == {
         "too_short",
         "copy",
@@ -66,7 +67,7 @@ def test_it_warns_about_a_low_effort_message_and_does_not_send_it(rater, fake_ll
 def test_it_shows_the_warning_in_the_page_at_once(rater, rater_client):
     battle = battle_start(rater=rater)
     response = rater_client.post(
-        f"/battle/{battle.public_id}/turn/", {"message": "hi"}, HTTP_HX_REQUEST="true"
+        f"/battle/{battle.public_id}/turn/", {"message": "?!"}, HTTP_HX_REQUEST="true"
     )
     assert response.status_code == 422
     assert response.headers["HX-Retarget"] == "#errors"
@@ -96,7 +97,7 @@ def test_it_ends_the_session_at_the_third_strike_and_takes_the_votes_out(study, 
     ratings_apply_pending()
     battle = battle_start(rater=rater)
     chat(battle)
-    for message in ("hi", "asdfgh jkl qwerty"):
+    for message in ("lkjhgf asdfgh zxcvb", "asdfgh jkl qwerty"):
         with pytest.raises(StrikeWarning):
             turn_submit(battle=battle, message=message)
     with pytest.raises(SessionEnded):
@@ -125,7 +126,7 @@ def test_it_sends_the_rater_to_the_screen_out_page_on_the_third_strike(rater, ra
     for _ in range(2):
         rater_strike(rater=rater, rule="too_short", reason="please ask a real question about your task.")
     response = rater_client.post(
-        f"/battle/{battle.public_id}/turn/", {"message": "ok"}, HTTP_HX_REQUEST="true"
+        f"/battle/{battle.public_id}/turn/", {"message": "..."}, HTTP_HX_REQUEST="true"
     )
     assert response.headers["HX-Redirect"] == "/rate/next/"
     page = rater_client.get("/rate/next/").content.decode()
@@ -284,7 +285,7 @@ def test_the_first_warning_names_the_count_even_after_a_lift(rater):
     strike_lift(strike=first, staff="ana", reason="Mistake.")
     battle = battle_start(rater=rater)
     with pytest.raises(StrikeWarning) as warning:
-        turn_submit(battle=battle, message="hi")
+        turn_submit(battle=battle, message="?!")
     assert warning.value.title == "Warning 1 of 3"
 
 
@@ -300,7 +301,7 @@ def test_the_corpus_report_prints_each_rules_record(capsys):
 
     call_command("qc_corpus_report")
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["rule", "items", "true_strikes", "false_strikes", "missed", "correct_passes"]
+    assert lines[0].split() == ["rule", "items", "caught", "false_strikes", "missed", "passed"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
     assert set(rows) == {
         "too_short",
@@ -337,6 +338,36 @@ def test_it_sends_a_doubtful_message_with_a_nudge_and_flags_it_for_staff(rater, 
     page = rater_client.get(f"/battle/{battle.public_id}/").content.decode()
     assert 'data-testid="nudge">This looks like a new topic' in page
     assert Turn.objects.get(battle=battle, index=0).nudge == ""
+
+
+def test_it_nudges_small_talk_once_per_battle_and_strikes_it_after(rater, fake_llm):
+    battle = battle_start(rater=rater)
+    chat(battle, "hi")
+    assert Turn.objects.get(battle=battle, index=0).nudge == SMALL_TALK_NUDGE
+    assert RuleOutcome.objects.get(rule="too_short").action == RuleOutcome.Action.FLAGGED
+    chat(battle, "How do I keep basil alive on a windowsill?")
+    with pytest.raises(StrikeWarning):
+        turn_submit(battle=battle, message="thanks!")
+    assert Strike.objects.get().rule == "too_short"
+    chat(battle, "How often should the basil be watered in a hot summer?")
+    vote_submit(battle=battle, choices=verdict(battle))
+    chat(battle_start(rater=rater), "hello")  # a new battle starts with a clean slate
+    assert Strike.objects.count() == 1
+
+
+def test_it_judges_a_copy_against_the_tasks_of_the_raters_other_battles_only(rater, fake_llm):
+    earlier, _ = voted_battle(rater)
+    task, follow_up = earlier.turns.order_by("index").values_list("message", flat=True)[:2]
+    battle = battle_start(rater=rater)
+    chat(battle, "Which herbs grow well next to basil on a sunny windowsill, and which do not?")
+    again = "Please continue the list of herbs where you stopped, with their watering needs"
+    chat(battle, again)
+    chat(battle, again)  # asking again within a battle is a real turn
+    chat(battle, follow_up)  # another battle's follow-up is no task of its own
+    assert not Strike.objects.exists()
+    with pytest.raises(StrikeWarning):
+        turn_submit(battle=battle, message=task.lower())
+    assert Strike.objects.get().rule == "copy"
 
 
 def test_it_strikes_a_new_topic_only_when_meaning_and_words_agree(rater, fake_llm):

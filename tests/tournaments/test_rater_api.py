@@ -346,7 +346,7 @@ def test_it_warns_twice_and_ends_the_session_at_the_third_strike(panel, study):
     study.save()
     rater_id = api.admitted_rater()
     battle_id = api.start(rater_id)["id"]
-    for number, message in enumerate(["hm", "ok"], start=1):
+    for number, message in enumerate(["?!", "..."], start=1):
         warned = api.post(f"battles/{battle_id}/turns/", {"message": message})
         assert warned.status_code == 422
         assert error_of(warned)["code"] == "quality_warning"
@@ -355,7 +355,7 @@ def test_it_warns_twice_and_ends_the_session_at_the_third_strike(panel, study):
     polled = api.get(f"battles/{battle_id}/").json()
     assert len(polled["warnings"]) == 2
 
-    ended = api.post(f"battles/{battle_id}/turns/", {"message": "no"})
+    ended = api.post(f"battles/{battle_id}/turns/", {"message": "??"})
     assert ended.status_code == 409
     error = error_of(ended)
     assert error["code"] == "session_ended" and error["details"]["status"] == "excluded"

@@ -214,7 +214,7 @@ def test_three_strikes_end_the_session_with_the_screen_out_code(
     battle_url = page.url
 
     box = page.get_by_label("Your message to both models")
-    box.fill("hi")
+    box.fill("lkjhgf asdfgh zxcvb")
     box.press("Enter")
     expect(page.locator("#errors")).to_contain_text("Warning 1 of 3")
     box.fill("asdfgh")

@@ -113,8 +113,9 @@ def _tournament(servers: list[LlamaServer]) -> tuple[Tournament, dict[str, LLMMo
     return tournament, models
 
 
-def _rater(tournament: Tournament) -> Rater:
-    study = Study.objects.create(slug=tournament.slug, name=tournament.name, tournament=tournament)
+def _rater(study: Study) -> Rater:
+    """A rater of its own for each turn: one rater asking the same questions again would be struck for
+    repeating themselves."""
     now = timezone.now()
     return Rater.objects.create(
         study=study,
@@ -274,9 +275,9 @@ def run(*, quick: bool = False, turns: int | None = None, seed: int = 13) -> dic
     servers = [LlamaServer(settings.VAR_DIR / f"bench-llama-{i}.log").start() for i in (0, 1)]
     try:
         tournament, models = _tournament(servers)
-        rater = _rater(tournament)
+        study = Study.objects.create(slug=tournament.slug, name=tournament.name, tournament=tournament)
         watches = [
-            _play_turn(rater, models, PROMPTS[i % len(PROMPTS)] + f" (Question {i + 1}.)", rng.choice(SIDES))
+            _play_turn(_rater(study), models, PROMPTS[i % len(PROMPTS)], rng.choice(SIDES))
             for i in range(turns)
         ]
     finally:

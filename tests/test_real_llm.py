@@ -24,21 +24,22 @@ pytestmark = [
 ]
 
 # One configuration writes at length (its replies take a few seconds on two cores); the other stops at
-# six tokens, so its replies are always cut off at the length limit.
+# 24 tokens, so its replies are always cut off at the length limit. It finishes first, and the display
+# stands still from then on (tournaments.pacing): 24 tokens leave enough on screen meanwhile.
 CONFIGURATIONS = [
     {
         "slug": "smollm2-chatty",
         "name": "SmolLM2 chatty",
         "system_prompt": "You are a warm, talkative assistant. Answer at length, with details and examples.",
         "temperature": 0.8,
-        "max_tokens": 40,
+        "max_tokens": 64,
     },
     {
         "slug": "smollm2-terse",
         "name": "SmolLM2 terse",
         "system_prompt": "You are a precise assistant.",
         "temperature": 0.2,
-        "max_tokens": 6,
+        "max_tokens": 24,
     },
 ]
 
@@ -116,7 +117,7 @@ def test_a_rater_battles_two_real_models_and_sees_both_sides_grow_together(
             page.wait_for_timeout(100)
         expect(page.get_by_test_id("progress")).to_contain_text(f"Turn {turn} of at most", timeout=5_000)
         progressive_turns += seen_both
-        # The terse configuration stops at six tokens: shown whole, marked as cut off, still votable.
+        # The terse configuration stops at 24 tokens: shown whole, marked as cut off, still votable.
         terse_bubble = page.locator("article.turn").last.locator(f'[data-side="{terse_side}"]')
         expect(terse_bubble.get_by_test_id("cut-off")).to_have_text("Cut off at the length limit.")
 

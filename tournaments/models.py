@@ -323,6 +323,10 @@ class Turn(models.Model):
     message = models.TextField()
     # A friendly word shown under a message the topic judge doubted; it is sent on and counts for nothing.
     nudge = models.CharField(max_length=300, blank=True)
+    # Characters shown on each side from the moment the first side finished until the last one did
+    # (tournaments.pacing): the display stands still meanwhile, so no side is seen to finish first. Null
+    # until a side finishes.
+    frozen_chars = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -104,7 +104,8 @@ def battle_view(*, battle: Battle) -> BattleView:
     by_turn: dict[int, dict] = {}
     for reply in replies:
         entry = by_turn.setdefault(
-            reply.turn.index, {"message": reply.turn.message, "nudge": reply.turn.nudge}
+            reply.turn.index,
+            {"message": reply.turn.message, "nudge": reply.turn.nudge, "frozen": reply.turn.frozen_chars},
         )
         entry[reply.side] = reply
     turns = [_turn_view(index, entry) for index, entry in sorted(by_turn.items())]
@@ -121,7 +122,8 @@ def _turn_view(index: int, entry: dict) -> TurnView:
     states = {reply.state for reply in replies}
     complete = states == {Reply.State.DONE}
     shown = revealed_chars(
-        [SideProgress(chars=len(r.content), finished=r.state == Reply.State.DONE) for r in replies]
+        [SideProgress(chars=len(r.content), finished=r.state == Reply.State.DONE) for r in replies],
+        frozen=entry["frozen"],
     )
     text_a, text_b = (reply.content[:chars] or None for reply, chars in zip(replies, shown, strict=True))
     return TurnView(

@@ -31,6 +31,7 @@ from tournaments.models import (
     Vote,
     VoteChoice,
 )
+from tournaments.pacing import frozen_chars
 from tournaments.providers import BAD_OUTPUT, ChatMessage, ProviderError, generate
 from tournaments.quality import (
     LLM_JUDGE_RULE,
@@ -193,12 +194,10 @@ def reply_generate(*, reply_id: int) -> None:
         _reply_fail(reply, claimed_at=now, error="attempt_lost_after_text_was_shown")
         return
     model = battle.model_a if reply.side == Side.A else battle.model_b
+    partial = _PartialText(reply_id=reply.pk, claimed_at=now)
     try:
         completion = generate(
-            model.provider_config(),
-            _conversation(reply),
-            limiter=_limiter(),
-            on_text=_PartialText(reply_id=reply.pk, claimed_at=now),
+            model.provider_config(), _conversation(reply), limiter=_limiter(), on_text=partial
         )
         if completion.cut_off and battle.tournament.cut_off_replies == Tournament.CutOffReplies.VOID:
             raise ProviderError("truncated", "finish_reason=length", kind=BAD_OUTPUT)
@@ -207,11 +206,15 @@ def reply_generate(*, reply_id: int) -> None:
         model_record_failure(model=model, error=exc)
         return
     model_record_success(model=model)
-    # Only the claim that is still current may write: a slower duplicate run finds started_at changed.
     text = completion.text
-    finished = Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=now).update(
-        state=Reply.State.DONE, content=text, cut_off=completion.cut_off, finished_at=timezone.now()
-    )
+    with transaction.atomic():
+        # Only the claim that is still current may write: a slower duplicate run finds started_at changed.
+        finished = Reply.objects.filter(pk=reply.pk, state=Reply.State.RUNNING, started_at=now).update(
+            state=Reply.State.DONE, content=text, cut_off=completion.cut_off, finished_at=timezone.now()
+        )
+        if finished:
+            # In the same transaction: no poll may see this side done without the display frozen.
+            _turn_freeze_display(turn_id=reply.turn_id, finishing_reply_id=reply.pk, stored=partial.stored)
     identified = self_identification(text, [model.name, model.maker, model.api_model])
     if finished and identified:
         Battle.objects.filter(pk=battle.pk, flagged_reason="").update(
@@ -229,6 +232,7 @@ class _PartialText:
         self.claimed_at = claimed_at
         self.every = settings.REPLY_PARTIAL_WRITE_SECONDS
         self.last_write = -math.inf
+        self.stored = 0  # characters of the text as last written: what a poll may have seen of it
 
     def __call__(self, text: str) -> None:
         now = time.monotonic()
@@ -238,6 +242,18 @@ class _PartialText:
         Reply.objects.filter(pk=self.reply_id, state=Reply.State.RUNNING, started_at=self.claimed_at).update(
             content=text
         )
+        self.stored = len(text)
+
+
+def _turn_freeze_display(*, turn_id: int, finishing_reply_id: int, stored: int) -> None:
+    """The first side to finish fixes what both sides show until the last one finishes
+    (tournaments.pacing); a later finish leaves the count as it is."""
+    others = Reply.objects.filter(turn_id=turn_id).exclude(pk=finishing_reply_id)
+    frozen = frozen_chars(
+        finishing_side_stored=stored,
+        other_sides_stored=[len(content) for content in others.values_list("content", flat=True)],
+    )
+    Turn.objects.filter(pk=turn_id, frozen_chars__isnull=True).update(frozen_chars=frozen)
 
 
 def _reply_fail(reply: Reply, *, claimed_at, error: str) -> None:

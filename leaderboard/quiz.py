@@ -9,8 +9,10 @@ The visitor judges real battles (a prompt and the two replies, anonymous, in ran
 * The answers live in the address only (``quiz=<item><a|b|t>.<item><a|b|t>...``, an item being the first
   ``CODE_CHARS`` hex digits of the battle's open-data pseudonym, the outcome relative to the battle's
   model A): nothing is stored and no cookie is set, and the address reproduces the board.
-* The individual-level model is fitted once per process per state of the tournament's counted overall
-  votes (their count and latest id) and kept for the next visitors.
+* The individual-level model is fitted when the tournament's fits are published (`fits_publish` calls
+  `quiz_population_publish`) and kept in the shared cache under that overall fit, so no page request
+  pays the seconds it takes. The items are read per state of the counted overall votes (their count and
+  latest id), so a battle flagged, excluded or erased since the fit leaves the quiz at once.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
+from django.core.cache import cache
 from django.db.models import Count, Max
 from scipy import stats as scipy_stats
 
 from leaderboard.boards import publishable_group_ids
 from leaderboard.exports import exported_votes, keyed_digest
+from leaderboard.models import FitSnapshot
 from raters.models import Group, Rater
 from stats.personalization import Person, Population
 from tournaments.models import Battle, LLMModel, Reply, Tournament, Turn, VoteChoice
@@ -34,6 +38,7 @@ DIMENSION = "overall"
 CODE_CHARS = 12
 QUIZ_LENGTH = 10  # the progress bar's length; the visitor may stop before or go on after
 MAX_ANSWERS = 40
+POPULATION_SECONDS = 7 * 24 * 3600  # a newer fit replaces it long before
 OUTCOME_CODES = {"a": "a", "b": "b", "t": "tie"}
 CODE_OF_OUTCOME = {v: k for k, v in OUTCOME_CODES.items()}
 # Fits kept per process: one per tournament state, the newest few.
@@ -100,7 +105,8 @@ def quiz_data(*, tournament: Tournament) -> _QuizData | None:
     """The fitted individual-level model and the items of this tournament (None: nothing to judge)."""
     votes = exported_votes(tournament=tournament)
     state = votes.aggregate(n=Count("pk"), last=Max("pk"))
-    key = (tournament.pk, state["n"], state["last"])
+    # A new fit (a new population) or a vote counted, flagged or erased since (new items) starts afresh.
+    key = (_population_key(tournament), state["n"], state["last"])
     with _lock:
         if key in _cache:
             return _cache[key]
@@ -113,7 +119,30 @@ def quiz_data(*, tournament: Tournament) -> _QuizData | None:
 
 
 def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
-    choices = list(
+    choices = _counted_choices(tournament)
+    if not choices:
+        return None
+    complete = _battles_with_complete_replies([c[0] for c in choices])
+    items: dict[str, Item] = {}
+    by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)
+    battles = Battle.objects.filter(pk__in=complete).only("pk", "public_id")
+    pairs = {c[0]: (c[2], c[3]) for c in choices}
+    for battle in battles:
+        code = item_code(battle)
+        items[code] = Item(
+            code=code, battle_id=battle.pk, model_a=pairs[battle.pk][0], model_b=pairs[battle.pk][1]
+        )
+        by_pair[tuple(sorted(pairs[battle.pk]))].append(code)
+    return _QuizData(
+        population=_population_published(tournament, choices),
+        items=items,
+        items_by_pair={k: sorted(v) for k, v in by_pair.items()},
+    )
+
+
+def _counted_choices(tournament: Tournament) -> list[tuple[int, int, str, str, str]]:
+    """(battle, rater, model A slug, model B slug, outcome) of every counted overall vote."""
+    return list(
         VoteChoice.objects.counted()
         .filter(
             vote__battle__tournament=tournament,
@@ -128,8 +157,27 @@ def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
             "outcome",
         )
     )
+
+
+def quiz_population_publish(*, tournament: Tournament) -> Population | None:
+    """Fit the individual-level model (seconds: the taste covariance's EM and cross-validation) and keep
+    it in the shared cache under the tournament's latest overall fit. `fits_publish` calls it, so no
+    page request pays for the fit. None: no counted overall vote."""
+    choices = _counted_choices(tournament)
     if not choices:
         return None
+    return _population_fitted(tournament, choices)
+
+
+def _population_published(tournament: Tournament, choices) -> Population:
+    kept = cache.get(_population_key(tournament))
+    if kept is not None:
+        return kept
+    # Nothing kept for this fit (votes before the first fit, or the cache was emptied): fit it once here.
+    return _population_fitted(tournament, choices)
+
+
+def _population_fitted(tournament: Tournament, choices) -> Population:
     publishable = publishable_group_ids(tournament=tournament)
     slugs = dict(Group.objects.filter(pk__in=publishable).values_list("pk", "slug"))
     groups = defaultdict(list)
@@ -141,20 +189,19 @@ def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
         ((rater, a, b, outcome, tuple(groups[rater])) for _, rater, a, b, outcome in choices),
         seed=tournament.pk,
     )
-    complete = _battles_with_complete_replies([c[0] for c in choices])
-    items: dict[str, Item] = {}
-    by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)
-    battles = Battle.objects.filter(pk__in=complete).only("pk", "public_id")
-    pairs = {c[0]: (c[2], c[3]) for c in choices}
-    for battle in battles:
-        code = item_code(battle)
-        items[code] = Item(
-            code=code, battle_id=battle.pk, model_a=pairs[battle.pk][0], model_b=pairs[battle.pk][1]
-        )
-        by_pair[tuple(sorted(pairs[battle.pk]))].append(code)
-    return _QuizData(
-        population=population, items=items, items_by_pair={k: sorted(v) for k, v in by_pair.items()}
+    cache.set(_population_key(tournament), population, timeout=POPULATION_SECONDS)
+    return population
+
+
+def _population_key(tournament: Tournament) -> str:
+    """The shared cache key of the population: one per published overall fit of the tournament."""
+    latest = (
+        FitSnapshot.objects.filter(tournament=tournament, dimension__slug=DIMENSION)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
     )
+    return f"populus:quiz-population:{tournament.pk}:{latest}"
 
 
 def item_code(battle: Battle) -> str:

@@ -21,6 +21,8 @@ from leaderboard.models import (
     FitSnapshot,
     Rating,
 )
+from leaderboard.quiz import DIMENSION as QUIZ_DIMENSION
+from leaderboard.quiz import quiz_population_publish
 from raters.models import Group, Rater
 from stats import poststrat, rigging
 from stats.arena_scale import ArenaRatings, arena_ratings
@@ -260,6 +262,9 @@ def fits_publish(
             if on_dimension:
                 on_dimension(dimension)
             snapshots.append(_fit_dimension(tournament, dimension))
+    if any(snapshot.dimension.slug == QUIZ_DIMENSION for snapshot in snapshots):
+        # Personal boards start from the new fit; their model is fitted here, not on a page request.
+        quiz_population_publish(tournament=tournament)
     board_cache_bump(tournament_id=tournament_id)
     return snapshots
 

@@ -58,12 +58,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import special as scipy_special
 
 from stats.btd import Counts, Fit, fit_btd
 
 __all__ = ["OUTCOMES", "Person", "Population"]
 
 OUTCOMES = ("a", "tie", "b")
+# Multipliers of the learnt taste covariance tried by cross-validation (0 is "no individual taste").
+DEFAULT_TASTE_SCALE_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+TASTE_FOLDS = 2
 DEFAULT_SIGMA_GRID = (0.01, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 2.0)
 _HERMITE_X, _HERMITE_W = np.polynomial.hermite.hermgauss(24)
 _BTD_OUTCOME = {"a": "i", "b": "j", "tie": "tie"}
@@ -164,6 +168,26 @@ def _rater_posterior(votes: _Votes, precision: np.ndarray, log_nu: float, start:
     return b, np.linalg.inv(hessian)
 
 
+def _subset(votes: _Votes, keep: np.ndarray) -> _Votes:
+    return _Votes(
+        a=votes.a[keep], b=votes.b[keep], constant=votes.constant[keep], mean_gap=votes.mean_gap[keep]
+    )
+
+
+def _held_out_log_likelihood(train: _Votes, test: _Votes, precision: np.ndarray, log_nu: float) -> float:
+    """log P(test votes) under the rater's posterior from the train votes, each vote's gap integrated over
+    the posterior (as ``Person.predict`` does)."""
+    mode, covariance = _rater_posterior(train, precision, log_nu, np.zeros(len(precision)))
+    mean = test.mean_gap + mode[test.a] - mode[test.b]
+    variance = (
+        covariance[test.a, test.a] + covariance[test.b, test.b] - 2 * covariance[test.a, test.b]
+    ).clip(0.0)
+    gaps = mean[:, None] + np.sqrt(2.0 * variance)[:, None] * _HERMITE_X
+    p = (davidson(gaps, log_nu) * _HERMITE_W[:, None]).sum(axis=1) / math.sqrt(math.pi)
+    chosen = np.where(test.constant > 0, p[:, 0], np.where(test.constant < 0, p[:, 2], p[:, 1]))
+    return float(np.log(chosen).sum())
+
+
 @dataclass
 class Population:
     """The published fit plus how much individuals vary beyond their groups (``sigma``)."""
@@ -176,6 +200,8 @@ class Population:
     # Covariance of individual tastes across models, (n_models, n_models): sigma^2 I, or learnt (below).
     taste: np.ndarray | None = None
     sigma_search: dict[float, float] = field(default_factory=dict)  # sigma -> summed log marginal
+    taste_scale: float = 1.0  # the cross-validated multiplier already applied to ``taste``
+    taste_scale_search: dict[float, float] = field(default_factory=dict)  # multiplier -> held-out log lik
     n_raters_for_sigma: int = 0
     seed: int = 0
     n_draws: int = 4000
@@ -194,7 +220,8 @@ class Population:
         sigma_grid: Sequence[float] = DEFAULT_SIGMA_GRID,
         min_rater_votes: int = 2,
         taste: str = "covariance",
-        em_iterations: int = 30,
+        em_iterations: int = 100,
+        taste_scale_grid: Sequence[float] = DEFAULT_TASTE_SCALE_GRID,
         n_draws: int = 4000,
         top_weight: float = 1.0,
         near_equal: float = 0.05,
@@ -203,7 +230,8 @@ class Population:
 
         ``sigma`` fixes the individual spread instead of estimating it over ``sigma_grid``. ``taste`` is
         "covariance" (the tastes' covariance across models learnt by ``em_iterations`` of Laplace-EM,
-        starting from sigma^2 I) or "isotropic" (sigma^2 I).
+        starting from sigma^2 I) or "isotropic" (sigma^2 I). The learnt covariance is then multiplied by
+        the ``taste_scale_grid`` value that best predicts raters' held-out votes (an empty grid: kept).
         """
         if taste not in ("covariance", "isotropic"):
             raise ValueError('taste must be "covariance" or "isotropic"')
@@ -259,6 +287,12 @@ class Population:
         population.taste = population.sigma**2 * np.eye(len(models))
         if taste == "covariance" and raters and sigma is None:
             population.taste = population._estimate_taste(raters, em_iterations)
+        if raters and sigma is None and taste_scale_grid:
+            population.taste_scale, population.taste_scale_search = population._cross_validated_scale(
+                raters, taste_scale_grid
+            )
+            # The floor keeps a visitor's prior invertible when the cross-validation says "no taste".
+            population.taste = population.taste_scale * population.taste + _FLOOR_SD**2 * np.eye(len(models))
         return population
 
     def taste_spread(self) -> dict[str, float]:
@@ -342,6 +376,31 @@ class Population:
             if change < 1e-4:
                 break
         return covariance
+
+    def _cross_validated_scale(self, raters: list[_Votes], grid: Sequence[float]) -> tuple[float, dict]:
+        """The multiplier of the taste covariance whose posteriors best predict raters' own held-out votes.
+
+        Laplace-EM on raters with a few binary votes each shrinks the covariance well below the truth
+        (and the model has no term for careless answers), so its shape is kept and its size is chosen
+        by what it is for: each rater's votes are split into ``TASTE_FOLDS`` folds (seeded), the rater's
+        posterior on the other folds predicts each fold, and the multiplier with the highest summed
+        predictive log-likelihood wins. A multiplier of 0 is the profile board, so without individual
+        tastes the cross-validation keeps the visitor there."""
+        rng = np.random.default_rng([self.seed, 3])
+        log_nu = self.group_fit.log_nu
+        folds = [rng.permutation(len(votes.a)) % TASTE_FOLDS for votes in raters]
+        search = {}
+        for scale in sorted(float(s) for s in grid):
+            covariance = scale * self.taste + _FLOOR_SD**2 * np.eye(len(self.models))
+            precision = np.linalg.inv(covariance)
+            total = 0.0
+            for votes, fold in zip(raters, folds, strict=True):
+                for held in range(TASTE_FOLDS):
+                    train, test = _subset(votes, fold != held), _subset(votes, fold == held)
+                    if len(train.a) and len(test.a):
+                        total += _held_out_log_likelihood(train, test, precision, log_nu)
+            search[scale] = total
+        return max(search, key=search.get), search
 
     def _estimate_sigma(self, raters: list[_Votes], grid: Sequence[float]) -> tuple[float, dict]:
         search: dict[float, float] = {}
@@ -459,22 +518,67 @@ class Person:
         return {m: float(c) / len(draws) for m, c in zip(self.models, best, strict=True)}
 
     def choose(self, candidates: Sequence[tuple[str, str]]) -> int:
-        """Index of the most informative next pair among ``(model_a, model_b)`` candidates."""
+        """Index of the most informative next pair among ``(model_a, model_b)`` candidates: the one whose
+        answer is expected to leave the fewest pairs of models in doubt (see ``_expected_doubt``),
+        picked at random among those within ``near_equal`` of the best."""
         if not candidates:
             raise ValueError("no candidates")
-        # A rough P(best) is enough to weigh the pairs.
-        p_best = self.p_best(self.population.choose_draws)
         i = np.array([self._index[x] for x, _ in candidates], dtype=np.intp)
         j = np.array([self._index[y] for _, y in candidates], dtype=np.intp)
-        c = self.covariance
-        mean = self.mean[i] - self.mean[j]
-        variance = np.clip(c[i, i] + c[j, j] - 2 * c[i, j], 0.0, None)
-        gain = 0.5 * np.log1p(variance * _fisher(mean, self.population.group_fit.log_nu))
-        # Weight up pairs of contenders for this person's best (both must be: the best against a
-        # foregone loser decides nothing); with P(best) spread evenly every pair weighs 1 + top_weight.
-        best = np.array([p_best[m] for m in self.models])
-        top = len(self.models) * np.sqrt(best[i] * best[j])
-        scores = gain * (1.0 + self.population.top_weight * top)
-        near = np.flatnonzero(scores >= (1.0 - self.population.near_equal) * scores.max())
+        weights = self._pair_weights()
+        scores = self._expected_doubt(weights) - self._expected_doubt(weights, i, j)
+        near = np.flatnonzero(scores >= scores.max() - self.population.near_equal * abs(scores.max()))
         rng = np.random.default_rng([self.population.seed, len(self.answers), 2])
         return int(rng.choice(near))
+
+    def _pair_weights(self) -> np.ndarray:
+        """Weight of each pair of models (upper triangle order) in the doubt: 1, plus ``top_weight`` for
+        pairs of contenders for this person's best (both must be: the best against a foregone loser
+        decides nothing; with P(best) spread evenly every pair gets the full ``top_weight``)."""
+        p_best = self.p_best(self.population.choose_draws)
+        best = np.array([p_best[m] for m in self.models])
+        first, second = np.triu_indices(len(self.models), 1)
+        return 1.0 + self.population.top_weight * len(self.models) * np.sqrt(best[first] * best[second])
+
+    def _expected_doubt(self, weights: np.ndarray, i: np.ndarray | None = None, j: np.ndarray | None = None):
+        """The weighted sum over pairs of models of P(their order on this board is wrong), now (no ``i``,
+        ``j``) or expected after one more answer on each candidate pair ``(i[c], j[c])``.
+
+        One answer is one Newton step of the Laplace posterior: with d = e_i - e_j, information I and
+        score s at the current gap, the mean moves by Sigma d s / (1 + I d'Sigma d) and the covariance
+        loses I Sigma d d'Sigma / (1 + I d'Sigma d); the doubt is averaged over the three answers with
+        their predicted probabilities. Kendall's tau counts exactly these misordered pairs, so this
+        targets the visitor's whole ranking, with the top weighted up."""
+        first, second = np.triu_indices(len(self.models), 1)
+        c = self.covariance
+        gap_mean = self.mean[first] - self.mean[second]
+        gap_variance = c[first, first] + c[second, second] - 2 * c[first, second]
+        if i is None:
+            return float((weights * _p_misordered(gap_mean, gap_variance)).sum())
+        log_nu = self.population.group_fit.log_nu
+        towards = c[:, i] - c[:, j]  # (models, candidates): Sigma d per candidate
+        variance = np.clip(towards[i, np.arange(len(i))] - towards[j, np.arange(len(i))], 0.0, None)
+        candidate_gap = self.mean[i] - self.mean[j]
+        information = _fisher(candidate_gap, log_nu)
+        shrink = 1.0 / (1.0 + information * variance)
+        moved = (towards[first] - towards[second]).T  # (candidates, pairs): how each pair's gap moves
+        after_variance = np.clip(gap_variance - (information * shrink)[:, None] * moved**2, 1e-12, None)
+        expected = np.zeros(len(i))
+        answers = self._predicted(candidate_gap, variance)
+        for column, outcome in enumerate(OUTCOMES):
+            _, score, _ = _gap_terms(candidate_gap, np.full(len(i), _SCORE_CONSTANT[outcome]), log_nu)
+            after_mean = gap_mean + (score * shrink)[:, None] * moved
+            doubt = (weights * _p_misordered(after_mean, after_variance)).sum(axis=1)
+            expected += answers[:, column] * doubt
+        return expected
+
+    def _predicted(self, gap_mean: np.ndarray, gap_variance: np.ndarray) -> np.ndarray:
+        """P(a), P(tie), P(b) per pair with these posterior gaps (rows), as ``predict`` computes them."""
+        gaps = gap_mean[:, None] + np.sqrt(2.0 * gap_variance)[:, None] * _HERMITE_X
+        p = (davidson(gaps, self.population.group_fit.log_nu) * _HERMITE_W[:, None]).sum(axis=1)
+        return p / p.sum(axis=1, keepdims=True)
+
+
+def _p_misordered(gap_mean: np.ndarray, gap_variance: np.ndarray) -> np.ndarray:
+    """P(the sign of a Normal(gap_mean, gap_variance) gap is not the sign of its mean)."""
+    return scipy_special.ndtr(-np.abs(gap_mean) / np.sqrt(np.clip(gap_variance, 1e-12, None)))

@@ -3,8 +3,10 @@
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.core.cache import cache
 
 from leaderboard import quiz
+from leaderboard.services import fits_publish
 from raters.models import Rater
 from tests.leaderboard.test_personal import OLDEST, sample_fitted
 from tournaments.models import Battle, Reply, Turn
@@ -143,3 +145,19 @@ def test_a_panel_rater_gets_their_own_board_from_their_own_votes_only_after_the_
     assert set(query) & {group.axis.slug for group in rater.groups.all()}
     page = client.get(response["Location"])
     assert page.context["quiz"].answered == own.count() == 10
+
+
+def test_it_fits_the_personal_model_when_the_fits_are_published_not_on_a_page_request(quizzed):
+    key = quiz._population_key(quizzed)
+    published = cache.get(key)
+    assert published is not None and published.models
+    # The page reads the kept model: marked here, the mark comes back (a refit would not carry it).
+    published.taste_scale = -1.0
+    cache.set(key, published)
+    quiz._cache.clear()
+    assert quiz.quiz_data(tournament=quizzed).population.taste_scale == -1.0
+    # A new fit keeps a new model under its own key, and the page moves to it.
+    fits_publish(tournament_id=quizzed.pk)
+    assert quiz._population_key(quizzed) != key
+    assert cache.get(quiz._population_key(quizzed)).taste_scale != -1.0
+    assert quiz.quiz_data(tournament=quizzed).population.taste_scale != -1.0

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from stats.personalization import Population, davidson
+from stats.personalization import Person, Population, davidson
 
 MODELS = [f"m{k}" for k in range(6)]
 
@@ -124,3 +124,38 @@ def test_it_learns_which_models_people_disagree_about():
     assert spread["m2"] > 2 * max(v for m, v in spread.items() if m != "m2")
     isotropic = Population.fit(votes, seed=1, taste="isotropic").taste_spread()
     assert max(isotropic.values()) - min(isotropic.values()) < 1e-9
+
+
+def test_it_sizes_tastes_by_how_well_they_predict_raters_own_held_out_votes():
+    same = Population.fit(simulated_votes(individual_sd=0.0, n_raters=150, votes_each=20, seed=6), seed=2)
+    varied = Population.fit(simulated_votes(individual_sd=1.2, n_raters=150, votes_each=20, seed=6), seed=2)
+    for population in (same, varied):
+        search = population.taste_scale_search
+        assert population.taste_scale == max(search, key=search.get)
+    # Without individual tastes the cross-validation keeps a visitor (almost) on their profile board;
+    # with them it keeps a taste of a real size.
+    assert same.taste_scale <= 0.5
+    assert varied.taste_scale >= 0.5
+    assert min(varied.taste_spread().values()) > 2 * max(same.taste_spread().values())
+    unscaled = Population.fit(
+        simulated_votes(individual_sd=1.2, n_raters=150, votes_each=20, seed=6), seed=2, taste_scale_grid=()
+    )
+    assert unscaled.taste_scale == 1.0
+    floor = 0.02**2 * np.eye(len(MODELS))  # keeps the prior invertible when the scale is 0
+    assert np.allclose(varied.taste, varied.taste_scale * unscaled.taste + floor)
+
+
+def test_it_asks_about_the_contenders_for_the_best_before_the_also_rans(population):
+    # A visitor whose board is evenly spaced: m0-m1 and m4-m5 are equally close and equally uncertain, and
+    # only m4 and m5 may be this person's best.
+    person = Person(population, (), np.linspace(-1.0, 1.0, len(MODELS)), 0.64 * np.eye(len(MODELS)))
+    assert person.choose([("m0", "m1"), ("m4", "m5")]) == 1
+    assert person.choose([("m5", "m4"), ("m1", "m0")]) == 0
+    # The doubt an answer removes counts every pair's order; weighing the top is what breaks the tie.
+    weights = person._pair_weights()
+    now, pairs = person._expected_doubt(weights), (np.array([0, 4]), np.array([1, 5]))
+    bottom, top = now - person._expected_doubt(weights, *pairs)
+    assert 0 < bottom < top
+    unweighted = np.ones_like(weights)
+    bottom, top = person._expected_doubt(unweighted) - person._expected_doubt(unweighted, *pairs)
+    assert math.isclose(bottom, top, rel_tol=1e-6)

@@ -111,6 +111,7 @@ FULL = {
     "style_sims": 40,
     "style_models": 16,
     "style_battles": 20_000,
+    "style_fit_repeats": 3,
 }
 QUICK = {
     "replay_votes": 5_000,
@@ -120,6 +121,7 @@ QUICK = {
     "style_sims": 3,
     "style_models": 10,
     "style_battles": 6_000,
+    "style_fit_repeats": 1,
 }
 # Targets of the style-control figures (issue 17).
 STYLE_TARGETS = {
@@ -131,7 +133,9 @@ STYLE_TARGETS = {
 }
 
 
-def style_benchmark(*, sims: int, models: int, battles: int, fit_models: int, fit_battles: int) -> dict:
+def style_benchmark(
+    *, sims: int, models: int, battles: int, fit_models: int, fit_battles: int, fit_repeats: int
+) -> dict:
     """Style control: the raw and style-controlled boards against known skills with a planted style
     effect and in a null control without one, the planted coefficients' interval coverage, and the
     fit time with the covariates against the fit without them (bench.fit)."""
@@ -155,7 +159,7 @@ def style_benchmark(*, sims: int, models: int, battles: int, fit_models: int, fi
         ),
         "style_global_mean": planted["global_mean"],
         "style_group_mean": planted["group_mean"],
-        **style_fit_time(n_models=fit_models, n_battles=fit_battles),
+        **style_fit_time(n_models=fit_models, n_battles=fit_battles, repeats=fit_repeats),
     }
     figures["style_passed"] = {
         key: (low is None or figures[key] >= low) and (high is None or figures[key] <= high)
@@ -178,5 +182,6 @@ def run(*, quick: bool) -> dict:
             battles=sizes["style_battles"],
             fit_models=sizes["fit_models"],
             fit_battles=sizes["fit_battles"],
+            fit_repeats=sizes["style_fit_repeats"],
         ),
     }

@@ -40,7 +40,9 @@ from tournaments.models import Dimension, Tournament
 MAX_WEIGHT = 10
 DEFAULT_WEIGHT = 5
 WEIGHT_PREFIX = "w-"
-RESERVED_PARAMS = {"tournament", "country"}
+RESERVED_PARAMS = {"tournament", "country", "style"}
+# The `style` parameter, as on the leaderboard: the board as voted, or with style held equal.
+STYLE_VIEWS = {"": False, "default": False, "controlled": True}
 # The fit report covers the models at the top of the board.
 REPORTED_MODELS = 3
 CACHE_SECONDS = 24 * 3600
@@ -148,6 +150,8 @@ class PersonalBoard:
     suppressed: bool  # too few raters on a weighted dimension's pooled board: no figures
     fitted_at: datetime | None  # the oldest of the snapshots combined
     publishable_group_ids: frozenset[int]
+    # From the style-controlled fits (scores with reply length and formatting held equal).
+    style_controlled: bool = False
 
     @property
     def query(self) -> str:
@@ -157,6 +161,8 @@ class PersonalBoard:
             params.append(("country", self.country.code))
         params += [(group.axis.slug, group.slug) for group in self.profile_given]
         params += [(w.param, w.display) for w in self.weights]
+        if self.style_controlled:
+            params.append(("style", "controlled"))
         return urlencode(params)
 
     @property
@@ -211,6 +217,7 @@ def personal_params(*, query: Mapping[str, str]) -> dict:
             if key.startswith(WEIGHT_PREFIX)
         },
         "profile": {key: value for key, value in query.items() if key in axis_slugs and value},
+        "style": query.get("style") or None,
     }
 
 
@@ -239,14 +246,17 @@ def personal_board(
     weights: Mapping[str, float | str],
     profile: Mapping[str, str],
     country: str | None,
+    style: str | None = None,
 ) -> PersonalBoard:
     """The tournament's board for these dimension weights (slug -> 0..10) and this profile (axis slug ->
-    group slug, all in `country`). Input that cannot be used is named in `problems` and replaced by the
-    default (equal weights, no group), so a stale or mistyped link still shows a board."""
+    group slug, all in `country`), from the style-controlled fits with `style` "controlled". Input that
+    cannot be used is named in `problems` and replaced by the default (equal weights, no group, the
+    board as voted), so a stale or mistyped link still shows a board."""
     problems: list[str] = []
     notes: list[str] = []
     dimensions = list(tournament.dimensions.order_by("position"))
     weight_of = _weights_checked(dimensions, weights, problems)
+    style_controlled = _style_checked(style, problems)
     country_obj = _country_checked(country, profile, problems)
     given = _profile_checked(country_obj, profile, problems)
     publishable = frozenset(boards.publishable_group_ids(tournament=tournament))
@@ -258,7 +268,7 @@ def personal_board(
             notes.append(f"Not enough raters in {_group_label(group)} yet; showing the board without it.")
 
     weighted = [d for d in dimensions if weight_of[d.pk] > 0]
-    fitted = _fitted_snapshots(tournament, weighted, notes)
+    fitted = _fitted_snapshots(tournament, weighted, notes, style_controlled=style_controlled)
     total = sum(weight_of[pk] for pk in fitted)
     settings = tuple(
         WeightSetting(
@@ -280,19 +290,23 @@ def personal_board(
         "publishable_group_ids": publishable,
         "fitted_at": min((s.created_at for s in fitted.values()), default=None),
         "suppressed": suppressed,
+        "style_controlled": style_controlled,
     }
     if suppressed or not fitted:
         if suppressed:
             notes.append("Not enough raters yet to publish this tournament's boards.")
         return PersonalBoard(**common, rows=(), notes=tuple(notes))
     rows, fit_notes = _rows_cached(
-        tournament, [fitted[d.pk] for d in dimensions if d.pk in fitted], settings, used
+        tournament, [fitted[d.pk] for d in dimensions if d.pk in fitted], settings, used, style_controlled
     )
     return PersonalBoard(**common, rows=rows, notes=(*notes, *fit_notes))
 
 
-def _fitted_snapshots(tournament: Tournament, weighted: list[Dimension], notes: list[str]) -> dict:
-    """The latest snapshot of each weighted dimension that has a stored posterior, by dimension pk."""
+def _fitted_snapshots(
+    tournament: Tournament, weighted: list[Dimension], notes: list[str], *, style_controlled: bool
+) -> dict:
+    """The latest snapshot of each weighted dimension that has a stored posterior (of the
+    style-controlled fit, with `style_controlled`), by dimension pk."""
     latest = {s.dimension_id: s for s in boards.snapshots_latest(tournament=tournament)}
     with_posterior = set(
         FitPosterior.objects.filter(
@@ -307,6 +321,11 @@ def _fitted_snapshots(tournament: Tournament, weighted: list[Dimension], notes: 
         elif snapshot.pk not in with_posterior:
             notes.append(
                 f"{dimension.name} was last fitted before personal boards existed; it joins at its next fit."
+            )
+        elif style_controlled and posterior_get(snapshot.pk, style_controlled=True) is None:
+            notes.append(
+                f"{dimension.name} has no style-controlled fit (no difference in reply style to measure); "
+                "it is left out."
             )
         else:
             fitted[dimension.pk] = snapshot
@@ -348,6 +367,13 @@ def _weights_checked(dimensions, weights: Mapping[str, float | str], problems: l
         problems.append("Every weight is 0; using equal weights.")
         result = dict.fromkeys(result, float(DEFAULT_WEIGHT))
     return result
+
+
+def _style_checked(raw: str | None, problems: list[str]) -> bool:
+    if (raw or "") in STYLE_VIEWS:
+        return STYLE_VIEWS[raw or ""]
+    problems.append(f"There is no style view called '{_shown(raw)}'; showing the board as voted.")
+    return False
 
 
 def _number_or_none(raw: float | str) -> float | None:
@@ -416,34 +442,39 @@ class _Numbers:
     by_dimension: dict[int, DrawSummary]  # dimension pk -> this profile's board on it
 
 
-def _rows_cached(tournament: Tournament, snapshots: list, settings, used: list[Group]):
+def _rows_cached(
+    tournament: Tournament, snapshots: list, settings, used: list[Group], style_controlled: bool
+):
     """The ranked rows and the notes that go with them, cached under the normalised query (snapshots,
-    shares, the profile's groups) and the board version, so a fit landing starts afresh."""
+    shares, the profile's groups, the style view) and the board version, so a fit landing starts
+    afresh."""
     share = {w.dimension.pk: w.share for w in settings}
     parts = tuple((s.dimension_id, s.pk, share[s.dimension_id]) for s in snapshots)
-    normalised = repr(([(d, s, round(w, 9)) for d, s, w in parts], sorted(g.pk for g in used)))
+    normalised = repr(
+        ([(d, s, round(w, 9)) for d, s, w in parts], sorted(g.pk for g in used), style_controlled)
+    )
     digest = hashlib.sha256(normalised.encode()).hexdigest()[:32]
     version = boards.board_cache_version(tournament_id=tournament.pk)
     key = f"populus:personal:{tournament.pk}:{version}:{digest}"
     cached = cache.get(key)
     if cached is None:
-        cached = _rows_computed(snapshots, parts, settings, used)
+        cached = _rows_computed(snapshots, parts, settings, used, style_controlled)
         cache.set(key, cached, timeout=CACHE_SECONDS)
     return cached
 
 
-def _rows_computed(snapshots: list, parts: tuple, settings, used: list[Group]):
+def _rows_computed(snapshots: list, parts: tuple, settings, used: list[Group], style_controlled: bool):
     notes = []
     cells = {}
     for snapshot in snapshots:
-        in_fit = set(posterior_get(snapshot.pk).group_ids)
+        in_fit = set(posterior_get(snapshot.pk, style_controlled=style_controlled).group_ids)
         cells[snapshot.pk] = tuple(g.pk for g in used if g.pk in in_fit)
         notes += [
             f"No votes from {_group_label(g)} on {snapshot.dimension.name} yet; that part leaves it out."
             for g in used
             if g.pk not in in_fit
         ]
-    numbers = _numbers(parts, cells)
+    numbers = _numbers(parts, cells, style_controlled)
     entries: dict[int, list] = {}
     for snapshot in snapshots:
         for entry in boards.board_get(dimension=snapshot.dimension, snapshot=snapshot).entries:
@@ -452,10 +483,12 @@ def _rows_computed(snapshots: list, parts: tuple, settings, used: list[Group]):
     return _rows(numbers, settings, entries, audience), tuple(notes)
 
 
-def _numbers(parts: tuple, cells: dict[int, tuple[int, ...]]) -> _Numbers:
-    posteriors = {snapshot_id: posterior_get(snapshot_id) for _, snapshot_id, _ in parts}
+def _numbers(parts: tuple, cells: dict[int, tuple[int, ...]], style_controlled: bool) -> _Numbers:
+    """Each dimension's board for the profile and the pooled board, of the default fits or of the
+    style-controlled ones, combined with the dimensions' shares."""
+    posteriors = {s: posterior_get(s, style_controlled=style_controlled) for _, s, _ in parts}
     model_ids = tuple(sorted(set.intersection(*(set(p.model_ids) for p in posteriors.values()))))
-    cell_draws = {s: _cell_draws(s, cells[s]) for _, s, _ in parts}
+    cell_draws = {s: _cell_draws(s, cells[s], style_controlled) for _, s, _ in parts}
     n_draws = min(
         min(len(d.draws) for d in cell_draws.values()), min(len(p.pooled.draws) for p in posteriors.values())
     )
@@ -480,17 +513,18 @@ def _numbers(parts: tuple, cells: dict[int, tuple[int, ...]]) -> _Numbers:
 
 
 @functools.lru_cache(maxsize=16)
-def posterior_get(snapshot_id: int) -> services.Posterior | None:
-    """A snapshot's stored posterior, decoded once per process (posteriors never change)."""
+def posterior_get(snapshot_id: int, *, style_controlled: bool = False) -> services.Posterior | None:
+    """A snapshot's stored posterior (of its default or its style-controlled fit), decoded once per
+    process (posteriors never change)."""
     data = FitPosterior.objects.filter(snapshot_id=snapshot_id).values_list("data", flat=True).first()
-    return None if data is None else services.posterior_decode(data)
+    return None if data is None else services.posterior_decode(data, style_controlled=style_controlled)
 
 
 @functools.lru_cache(maxsize=48)
-def _cell_draws(snapshot_id: int, group_ids: tuple[int, ...]) -> ScoreDraws:
+def _cell_draws(snapshot_id: int, group_ids: tuple[int, ...], style_controlled: bool = False) -> ScoreDraws:
     """A profile's score draws on one snapshot: the board of cell `group_ids`, seeded like the snapshot's
     own boards. Kept in float32, which is ample for draws and halves the memory."""
-    fit = posterior_get(snapshot_id).cell_fit(group_ids)
+    fit = posterior_get(snapshot_id, style_controlled=style_controlled).cell_fit(group_ids)
     cell = tuple(range(len(group_ids)))  # the groups' numbers inside the cell's fit
     draws = score_draws(fit, [(cell, 1.0)], n_draws=services.FIT_DRAWS, seed=snapshot_id)
     return ScoreDraws(point=draws.point, draws=draws.draws.astype(np.float32))

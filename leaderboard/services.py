@@ -315,7 +315,7 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         with_groups=bool(group_ids),
     )
     style_fit, style = _style_fit(
-        tournament, choices, cell_of=cell_of, model_index=model_index, group_ids=group_ids
+        tournament, choices, cell_of=cell_of, model_index=model_index, group_ids=group_ids, start=fit
     )
     population, method = _pooled_population(groups_of, group_index)
     # One transaction: readers see a snapshot with all its boards and its posterior, or not at all.
@@ -336,14 +336,14 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         # Every board is summarised from its draws as skills_for would, with the snapshot's seed; the
         # style-controlled boards use the same populations and seed, so the two views differ only by the
         # style control.
-        pooled = None
+        pooled = {}  # per view, kept with the posterior: personal boards compare against them
         for board_fit, style_controlled in ((fit, False), (style_fit, True)):
             if board_fit is None:
                 continue
             for group_id, cells in populations:
                 skills, draws = skill_and_score_draws(board_fit, cells, n_draws=FIT_DRAWS, seed=snapshot.pk)
-                if group_id is None and not style_controlled:
-                    pooled = draws  # kept with the posterior: personal boards compare against them
+                if group_id is None:
+                    pooled[style_controlled] = draws
                 FitScore.objects.bulk_create(
                     _fit_scores(
                         snapshot,
@@ -360,7 +360,14 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         )
         FitPosterior.objects.create(
             snapshot=snapshot,
-            data=posterior_encode(fit=fit, model_ids=model_ids, group_ids=group_ids, pooled=pooled),
+            data=posterior_encode(
+                fit=fit,
+                model_ids=model_ids,
+                group_ids=group_ids,
+                pooled=pooled[False],
+                style_fit=style_fit,
+                style_pooled=pooled.get(True),
+            ),
             format=POSTERIOR_FORMAT,
         )
         _posteriors_prune(dimension)
@@ -455,10 +462,13 @@ def battle_styles_ensure(*, battle_ids: Sequence[int]) -> dict[int, tuple[SideSt
     return {b: stored[b] for b in battle_ids}
 
 
-def _style_fit(tournament: Tournament, choices, *, cell_of, model_index, group_ids: Sequence[int]):
+def _style_fit(
+    tournament: Tournament, choices, *, cell_of, model_index, group_ids: Sequence[int], start: Fit
+):
     """The fit with style covariates on the same votes, one row per battle, and its coefficients for the
     snapshot; (None, {}) when no style feature varies (every battle alike, too few battles, or a
-    tournament with no replies at all, such as an imported battle log)."""
+    tournament with no replies at all, such as an imported battle log). It starts from `start`, the
+    default fit of the same votes, which is nearer its mode than zero (the mode is the same either way)."""
     if not Reply.objects.filter(turn__battle__tournament=tournament).exists():
         return None, {}
     rows = list(
@@ -492,6 +502,7 @@ def _style_fit(tournament: Tournament, choices, *, cell_of, model_index, group_i
         n_groups=len(group_ids),
         group_prior_sd=FIT_GROUP_PRIOR_SD,
         with_groups=bool(group_ids),
+        start=start,
     )
     return fit, _style_summary(fit, names, scales, group_ids)
 
@@ -644,30 +655,65 @@ class Posterior:
         )
 
 
-def posterior_encode(*, fit: Fit, model_ids: Sequence[int], group_ids: Sequence[int], pooled) -> bytes:
+def posterior_encode(
+    *,
+    fit: Fit,
+    model_ids: Sequence[int],
+    group_ids: Sequence[int],
+    pooled,
+    style_fit: Fit | None = None,
+    style_pooled=None,
+) -> bytes:
     """The FitPosterior archive. The covariance goes in as its centred form, upper triangle, float32:
     centred entries are on the scale of the real uncertainties, so float32 keeps them to about 1e-7
-    relative; the mode and the pooled board's point scores stay float64."""
-    centred = centred_covariance(fit)
+    relative; the mode and the pooled board's point scores stay float64.
+
+    With `style_fit` (and its pooled board's draws), the style-controlled fit goes in beside the default
+    one under keys prefixed STYLE_PREFIX, as the posterior of its skills alone: the style coefficients
+    are integrated out (their rows and columns dropped from the covariance), since a board holds style
+    equal. Both parts then have the same layout and are read the same way."""
+    arrays = {
+        "model_ids": np.asarray(model_ids, dtype=np.int64),
+        "group_ids": np.asarray(group_ids, dtype=np.int64),
+        "flags": np.array([fit.with_groups, fit.tie_model]),
+        **_posterior_arrays(fit, pooled),
+    }
+    if style_fit is not None:
+        arrays.update(
+            {STYLE_PREFIX + key: value for key, value in _posterior_arrays(style_fit, style_pooled).items()}
+        )
     buffer = io.BytesIO()
-    np.savez_compressed(
-        buffer,
-        model_ids=np.asarray(model_ids, dtype=np.int64),
-        group_ids=np.asarray(group_ids, dtype=np.int64),
-        theta=fit.theta,
-        offsets=fit.offsets,
-        log_nu=np.float64(fit.log_nu),
-        flags=np.array([fit.with_groups, fit.tie_model]),
-        covariance=centred[np.triu_indices(len(centred))].astype(np.float32),
-        pooled_point=pooled.point,
-        pooled_draws=pooled.draws.astype(np.float32),
-    )
+    np.savez_compressed(buffer, **arrays)
     return buffer.getvalue()
 
 
-def posterior_decode(data: bytes) -> Posterior:
+# Keys of the style-controlled fit in a FitPosterior archive.
+STYLE_PREFIX = "style_"
+
+
+def _posterior_arrays(fit: Fit, pooled) -> dict[str, np.ndarray]:
+    centred = centred_covariance(fit)
+    skills = fit.n_models * (1 + fit.n_groups * fit.with_groups)
+    kept = np.r_[np.arange(skills), [len(centred) - 1] if fit.tie_model else []].astype(np.intp)
+    centred = centred[np.ix_(kept, kept)]
+    return {
+        "theta": fit.theta,
+        "offsets": fit.offsets,
+        "log_nu": np.float64(fit.log_nu),
+        "covariance": centred[np.triu_indices(len(centred))].astype(np.float32),
+        "pooled_point": pooled.point,
+        "pooled_draws": pooled.draws.astype(np.float32),
+    }
+
+
+def posterior_decode(data: bytes, *, style_controlled: bool = False) -> Posterior | None:
+    """The default fit's posterior, or with `style_controlled` the style-controlled one's (None when the
+    snapshot has none: no style feature varied, or it was fitted before they were stored)."""
+    prefix = STYLE_PREFIX if style_controlled else ""
     with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
-        upper = archive["covariance"]
+        if prefix + "theta" not in archive.files:
+            return None
+        upper = archive[prefix + "covariance"]
         size = (math.isqrt(8 * len(upper) + 1) - 1) // 2  # len(upper) = size (size + 1) / 2
         rows, columns = np.triu_indices(size)
         covariance = np.empty((size, size), dtype=np.float32)
@@ -677,13 +723,13 @@ def posterior_decode(data: bytes) -> Posterior:
         return Posterior(
             model_ids=tuple(int(m) for m in archive["model_ids"]),
             group_ids=tuple(int(g) for g in archive["group_ids"]),
-            theta=archive["theta"],
-            offsets=archive["offsets"],
-            log_nu=float(archive["log_nu"]),
+            theta=archive[prefix + "theta"],
+            offsets=archive[prefix + "offsets"],
+            log_nu=float(archive[prefix + "log_nu"]),
             with_groups=with_groups,
             tie_model=tie_model,
             centred_covariance=covariance,
-            pooled=ScoreDraws(point=archive["pooled_point"], draws=archive["pooled_draws"]),
+            pooled=ScoreDraws(point=archive[prefix + "pooled_point"], draws=archive[prefix + "pooled_draws"]),
         )
 
 

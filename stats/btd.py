@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from scipy import linalg, optimize, sparse
@@ -301,6 +302,8 @@ class _Problem:
     # about 2/n of them, and without this the conjugate-gradient Newton steps take several times as many
     # iterations. Fit, its covariance and start vectors are always in the natural units.
     style_scale: float = 1.0
+    # The last point whose row terms were computed, and those terms (see _row_terms).
+    last_terms: tuple[np.ndarray, _RowTerms] | None = field(default=None, repr=False)
 
     @property
     def n_features(self) -> int:
@@ -324,7 +327,41 @@ class _Problem:
     def n_cells(self) -> int:
         return self.design.shape[0]
 
-    @property
+    @cached_property
+    def cell_bounds(self) -> np.ndarray:
+        """(cells + 1,): cell c's rows are rows[bounds[c]:bounds[c + 1]] (style rows are sorted by cell)."""
+        return np.searchsorted(self.cell, np.arange(self.n_cells + 1))
+
+    @cached_property
+    def table_i(self) -> np.ndarray:
+        """Each row's (cell, i) position in the flattened (cells, models) skill table."""
+        return self.cell * self.n_models + self.i
+
+    @cached_property
+    def table_j(self) -> np.ndarray:
+        return self.cell * self.n_models + self.j
+
+    @cached_property
+    def pair_incidence(self) -> sparse.csc_matrix:
+        """(cells * models, rows): +1 at (cell, i) and -1 at (cell, j) of each row, so that one sparse
+        product scatters several per-row columns onto the skill table at once (what _scatter_pairs does
+        for one column)."""
+        rows = len(self.cell)
+        return sparse.csc_matrix(
+            (
+                np.r_[np.ones(rows), -np.ones(rows)],
+                (np.r_[self.table_i, self.table_j], np.tile(np.arange(rows), 2)),
+            ),
+            shape=(self.n_cells * self.n_models, rows),
+        )
+
+    def cell_slices(self) -> Iterable[tuple[int, slice]]:
+        """(cell, its rows) for every cell with rows; style rows are sorted by cell (see _problem)."""
+        bounds = self.cell_bounds
+        for c in np.flatnonzero(bounds[:-1] < bounds[1:]):
+            yield c, slice(bounds[c], bounds[c + 1])
+
+    @cached_property
     def total(self) -> np.ndarray:
         return self.wins_i + self.wins_j + self.ties
 
@@ -389,6 +426,11 @@ def _problem(
     keep = merged.rows[:, 3:].sum(axis=1) > 0
     rows = merged.rows[keep]
     features = np.zeros((len(rows), 0)) if merged.features is None else merged.features[keep]
+    if merged.features is not None:
+        # Sorted by cell, so each cell's rows are one slice (_cell_sums, _cell_outer); aggregated rows
+        # already are.
+        order = np.argsort(rows[:, 0], kind="stable")
+        rows, features = rows[order], features[order]
     wins_i, wins_j, ties = rows[:, 3].copy(), rows[:, 4].copy(), rows[:, 5].copy()
     if not tie_model:
         # Ties become half a win for each side, and nu is 0: plain Bradley-Terry.
@@ -428,19 +470,51 @@ def _style_units(problem: _Problem, x: np.ndarray, factor: float) -> np.ndarray:
     return x
 
 
-def _row_terms(problem: _Problem, x: np.ndarray):
-    """Per row: half the skill gap a = d/2, log D' (D divided by e^{(s_i+s_j)/2}), and log nu."""
+@dataclass(frozen=True)
+class _RowTerms:
+    """Per row: half the skill gap a = d/2, log D' (D divided by e^{(s_i+s_j)/2}) and the outcome
+    probabilities; and log nu."""
+
+    half_gap: np.ndarray
+    log_denominator: np.ndarray
+    p_i: np.ndarray
+    p_j: np.ndarray
+    p_tie: np.ndarray
+    log_nu: float
+
+
+def _row_terms(problem: _Problem, x: np.ndarray) -> _RowTerms:
+    """The per-row terms at x: most of the cost of an objective or a Hessian.
+
+    The solver asks for the Hessian at the point whose objective it has just computed, so the last
+    point's terms are kept and reused."""
+    if problem.last_terms is not None and np.array_equal(problem.last_terms[0], x):
+        return problem.last_terms[1]
     theta, offsets, log_nu = problem.unpack(x)
-    table = problem.skill_table(theta, offsets)
-    half_gap = 0.5 * (table[problem.cell, problem.i] - table[problem.cell, problem.j])
+    table = problem.skill_table(theta, offsets).ravel()
+    half_gap = 0.5 * (table.take(problem.table_i) - table.take(problem.table_j))
     if problem.n_features:
         design = problem.design[:, : problem.blocks]
         cell_style = design @ problem.style_table(x)  # (cells, K): beta + the cell's gammas
-        half_gap = half_gap + 0.5 * np.einsum("rk,rk->r", problem.features, cell_style[problem.cell])
-    log_denominator = np.logaddexp(half_gap, -half_gap)
-    if problem.tie_model:
-        log_denominator = np.logaddexp(log_denominator, log_nu)
-    return half_gap, log_denominator, log_nu
+        for c, rows in problem.cell_slices():
+            half_gap[rows] += 0.5 * (problem.features[rows] @ cell_style[c])
+    # D' = e^a + e^-a + nu, each term scaled by e^-top (top its largest exponent) so none overflows;
+    # exp and log vectorise where np.logaddexp does not, and the scaled terms give the probabilities.
+    # Without the tie model log nu is -inf and its term is 0.
+    magnitude = np.abs(half_gap)
+    top = np.maximum(magnitude, log_nu)
+    win_i, win_j, tie = np.exp(half_gap - top), np.exp(-half_gap - top), np.exp(log_nu - top)
+    scaled = win_i + win_j + tie
+    terms = _RowTerms(
+        half_gap=half_gap,
+        log_denominator=top + np.log(scaled),
+        p_i=win_i / scaled,
+        p_j=win_j / scaled,
+        p_tie=tie / scaled,
+        log_nu=log_nu,
+    )
+    problem.last_terms = (np.array(x, copy=True), terms)
+    return terms
 
 
 def _prior_terms(problem: _Problem, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -467,24 +541,29 @@ def _prior_terms(problem: _Problem, x: np.ndarray) -> tuple[float, np.ndarray]:
 
 def _cell_sums(problem: _Problem, values: np.ndarray) -> np.ndarray:
     """(cells, K): per cell, sum over rows of values * each feature."""
-    return np.column_stack(
-        [
-            np.bincount(problem.cell, weights=values * problem.features[:, k], minlength=problem.n_cells)
-            for k in range(problem.n_features)
-        ]
-    )
+    sums = np.zeros((problem.n_cells, problem.n_features))
+    for c, rows in problem.cell_slices():
+        sums[c] = values[rows] @ problem.features[rows]
+    return sums
+
+
+def _cell_outer(problem: _Problem, weights: np.ndarray) -> np.ndarray:
+    """(cells, K, K): per cell, sum over rows of weights * z z'."""
+    z = problem.features
+    outer = np.zeros((problem.n_cells, problem.n_features, problem.n_features))
+    for c, rows in problem.cell_slices():
+        outer[c] = z[rows].T @ (z[rows] * weights[rows, None])
+    return outer
 
 
 def _objective(x: np.ndarray, problem: _Problem) -> tuple[float, np.ndarray]:
     """Negative log posterior and its analytic gradient."""
-    half_gap, log_denominator, log_nu = _row_terms(problem, x)
-    total = problem.total
-    tie_term = problem.ties * log_nu if problem.tie_model else 0.0
-    log_lik = (problem.wins_i - problem.wins_j) * half_gap + tie_term - total * log_denominator
+    terms = _row_terms(problem, x)
+    total, p_i, p_j = problem.total, terms.p_i, terms.p_j
+    tie_term = problem.ties * terms.log_nu if problem.tie_model else 0.0
+    log_lik = (problem.wins_i - problem.wins_j) * terms.half_gap + tie_term - total * terms.log_denominator
     prior, grad = _prior_terms(problem, x)
     value = float(prior) - float(np.sum(log_lik))
-    p_i = np.exp(half_gap - log_denominator)
-    p_j = np.exp(-half_gap - log_denominator)
     # d(-log lik)/d(s_i - s_j) per row, spread onto the (cell, model) skill table with bincount.
     residual = 0.5 * (total * (p_i - p_j) - (problem.wins_i - problem.wins_j))
     table_grad = _scatter_pairs(problem, residual)
@@ -497,17 +576,15 @@ def _objective(x: np.ndarray, problem: _Problem) -> tuple[float, np.ndarray]:
         style_grad = problem.design[:, : problem.blocks].T @ _cell_sums(problem, residual)
         grad[start : start + size] += style_grad.ravel()
     if problem.tie_model:
-        p_tie = np.exp(log_nu - log_denominator)
-        grad[-1] += float(np.sum(total * p_tie - problem.ties))
+        grad[-1] += float(np.sum(total * terms.p_tie - problem.ties))
     return value, grad
 
 
 def _scatter_pairs(problem: _Problem, values: np.ndarray) -> np.ndarray:
     """(cells, models) table of sum(values) over rows where the model is i minus rows where it is j."""
     size = problem.n_cells * problem.n_models
-    base = problem.cell * problem.n_models
-    plus = np.bincount(base + problem.i, weights=values, minlength=size)
-    minus = np.bincount(base + problem.j, weights=values, minlength=size)
+    plus = np.bincount(problem.table_i, weights=values, minlength=size)
+    minus = np.bincount(problem.table_j, weights=values, minlength=size)
     return (plus - minus).reshape(problem.n_cells, problem.n_models)
 
 
@@ -521,14 +598,11 @@ def _hessian(x: np.ndarray, problem: _Problem) -> np.ndarray:
     Laplacian; block (a, b) of the parameter Hessian (a, b = theta or a group) sums the Laplacians of
     the cells holding both, which is one matrix product over cells.
     """
-    half_gap, log_denominator, log_nu = _row_terms(problem, x)
-    total = problem.total
-    p_i = np.exp(half_gap - log_denominator)
-    p_j = np.exp(-half_gap - log_denominator)
-    p_tie = np.exp(log_nu - log_denominator) if problem.tie_model else np.zeros_like(p_i)
+    terms = _row_terms(problem, x)
+    total, p_i, p_j, p_tie = problem.total, terms.p_i, terms.p_j, terms.p_tie
     curvature = total * (p_i + p_j - (p_i - p_j) ** 2) / 4
     n, cells = problem.n_models, problem.n_cells
-    flat = (problem.cell * n + problem.i) * n + problem.j
+    flat = problem.table_i * n + problem.j
     weights = np.bincount(flat, weights=curvature, minlength=cells * n * n).reshape(cells, n, n)
     weights += weights.transpose(0, 2, 1)
     laplacians = -weights
@@ -547,11 +621,11 @@ def _hessian(x: np.ndarray, problem: _Problem) -> np.ndarray:
         # +1/-1 of models i and j replaced by the features.
         style = slice(skill_size, skill_size + style_size)
         z = problem.features
-        outer = np.stack([_cell_sums(problem, curvature * z[:, a]) for a in range(k)], axis=1)  # (cells,k,k)
+        outer = _cell_outer(problem, curvature)
         hessian[style, style] = (
             (pair_design.T @ outer.reshape(cells, k * k)).reshape(blocks, blocks, k, k).transpose(0, 2, 1, 3)
         ).reshape(style_size, style_size)
-        cross = np.stack([_scatter_pairs(problem, curvature * z[:, a]) for a in range(k)], axis=2)  # (c,n,k)
+        cross = problem.pair_incidence @ (curvature[:, None] * z)  # (cells * n, k)
         mixed = (pair_design.T @ cross.reshape(cells, n * k)).reshape(blocks, blocks, n, k)
         hessian[:skill_size, style] = mixed.transpose(0, 2, 1, 3).reshape(skill_size, style_size)
         hessian[style, :skill_size] = hessian[:skill_size, style].T

@@ -272,6 +272,9 @@ class ProfileBoardSerializer(serializers.Serializer):
     profile = GroupSerializer(many=True, help_text="The groups the board uses.")
     left_out = serializers.SerializerMethodField(help_text="Groups given but not used: too few raters yet.")
     weights = WeightSerializer(many=True)
+    style_controlled = serializers.BooleanField(
+        help_text="True: from the style-controlled fits (scores with reply length and formatting held equal)."
+    )
     fitted_at = serializers.DateTimeField(allow_null=True, help_text="The oldest of the fits combined.")
     suppressed = serializers.BooleanField()
     notice = serializers.SerializerMethodField()
@@ -371,7 +374,8 @@ class BoardQuery(TournamentQuery):
         choices=["default", "controlled"],
         required=False,
         help_text="controlled: the style-controlled board (scores with reply length and formatting held "
-        "equal); default: the board as voted. Not with profile.",
+        "equal); default: the board as voted. With profile too (dimensions without a style-controlled fit "
+        "are then left out, named in notes).",
     )
     profile = serializers.RegexField(
         r"^[-a-zA-Z0-9_]+(,[-a-zA-Z0-9_]+)*$",
@@ -399,7 +403,7 @@ class BoardQuery(TournamentQuery):
         if "weights" in data and "profile" not in data:
             raise serializers.ValidationError({"weights": ["Weights go with a profile."]})
         if "profile" in data:
-            clashes = [name for name in ("group", "as_of", "style") if name in data]
+            clashes = [name for name in ("group", "as_of") if name in data]
             if "weights" in data and "dimension" in data:
                 clashes.append("dimension")
             if clashes:

@@ -281,6 +281,7 @@ def _profile_board_data(query: dict):
         weights=weights,
         profile={group.axis.slug: group.slug for group in profile},
         country=profile[0].axis.country.code,
+        style=query.get("style"),
     )
     if board.problems:  # checked above; anything personal_board still could not use is a bad request
         raise ValidationError({"profile": list(board.problems)})

@@ -5,8 +5,10 @@ import random
 
 import pytest
 
+from leaderboard import personal
 from leaderboard.models import BattleStyle, FitScore, FitSnapshot
 from leaderboard.services import battle_styles_ensure, fits_publish
+from raters.models import Group
 from tests.conftest import admitted_rater
 from tests.leaderboard.test_fits import AGES, ETHNICITIES, POLITICS, cast
 from tournaments.models import Reply, Turn
@@ -109,3 +111,86 @@ def test_it_publishes_no_style_boards_when_no_reply_differs_in_style(study, grou
     overall = FitSnapshot.objects.get(dimension__slug="overall")
     assert overall.style == {}
     assert not FitScore.objects.filter(snapshot=overall, style_controlled=True).exists()
+
+
+# --- The personal board from the style-controlled fits ------------------------------------------------
+
+PERSONAL_URL = "/leaderboard/personal/"
+
+
+@pytest.fixture
+def styled_fitted(styled_sample, tournament, settings):
+    settings.POPULUS_MIN_GROUP_RATERS = 5
+    fits_publish(tournament_id=tournament.pk)
+    return FitSnapshot.objects.get(dimension__slug="overall")
+
+
+def test_it_stores_the_style_controlled_posterior_beside_the_default_one(styled_fitted):
+    published = FitScore.objects.filter(snapshot=styled_fitted, group=None)
+    for style_controlled in (False, True):
+        posterior = personal.posterior_get(styled_fitted.pk, style_controlled=style_controlled)
+        scores = {s.model_id: s.score for s in published.filter(style_controlled=style_controlled)}
+        # The pooled draws kept for the personal board are those its published scores came from.
+        assert dict(zip(posterior.model_ids, posterior.pooled.point, strict=True)) == scores
+    # A profile's board of the style-controlled fit is the published style-controlled group board.
+    older = Group.objects.get(slug=AGES[-1])
+    draws = personal._cell_draws(styled_fitted.pk, (older.pk,), True)
+    controlled = FitScore.objects.filter(snapshot=styled_fitted, group=older, style_controlled=True)
+    posterior = personal.posterior_get(styled_fitted.pk, style_controlled=True)
+    for score in controlled:
+        assert draws.point[posterior.model_ids.index(score.model_id)] == pytest.approx(score.score, abs=1e-9)
+
+
+def test_the_personal_board_can_hold_style_equal(styled_sample, styled_fitted, tournament):
+    boards = {
+        style: personal.personal_board(
+            tournament=tournament,
+            weights={"overall": 5},
+            profile={"age": AGES[-1]},
+            country="US",
+            style=style,
+        )
+        for style in (None, "controlled")
+    }
+    assert not boards["controlled"].problems
+    assert boards["controlled"].style_controlled and "style=controlled" in boards["controlled"].query
+    favourite = styled_sample[0].pk
+    as_voted, controlled = ({row.model_id: row.score for row in boards[s].rows} for s in (None, "controlled"))
+    # Model 0 won on its long formatted replies; with style held equal that advantage is gone.
+    assert controlled[favourite] < as_voted[favourite]
+
+
+def test_a_dimension_without_a_style_controlled_fit_is_left_out_with_a_note(
+    study, groups, tournament, settings
+):
+    settings.POPULUS_MIN_GROUP_RATERS = 1
+    models = list(tournament.llm_models.order_by("pk"))
+    rater = admitted_rater(study)
+    for _ in range(4):
+        cast(rater, models[0], models[1], {"overall": "a"})  # no replies: no style to control
+    fits_publish(tournament_id=tournament.pk)
+    board = personal.personal_board(
+        tournament=tournament, weights={"overall": 5}, profile={}, country=None, style="controlled"
+    )
+    assert not board.ranked
+    assert any("no style-controlled fit" in note for note in board.notes)
+
+
+def test_the_personal_page_has_the_style_switch(client, styled_fitted, tournament):
+    query = {"tournament": tournament.slug, "w-overall": "10"}
+    html = client.get(PERSONAL_URL, {**query, "style": "controlled"}).content.decode()
+    assert 'value="controlled" checked' in html
+    assert 'data-testid="personal-style-note"' in html
+    assert 'data-testid="personal-style-note"' not in client.get(PERSONAL_URL, query).content.decode()
+    html = client.get(PERSONAL_URL, {**query, "style": "bold"}).content.decode()
+    assert "There is no style view called &#x27;bold&#x27;; showing the board as voted." in html
+
+
+def test_the_profile_board_api_takes_the_style_view(client, styled_sample, styled_fitted):
+    url = f"/api/v1/boards/?profile={AGES[-1]}&dimension=overall"
+    as_voted, controlled = (client.get(url + extra).json() for extra in ("", "&style=controlled"))
+    assert (as_voted["style_controlled"], controlled["style_controlled"]) == (False, True)
+    favourite = styled_sample[0].slug
+    score = {name: next(e["score"] for e in board["entries"] if e["slug"] == favourite)
+             for name, board in (("voted", as_voted), ("controlled", controlled))}  # fmt: skip
+    assert score["controlled"] < score["voted"]

@@ -37,6 +37,25 @@ def test_it_has_an_analytic_gradient_and_hessian_matching_finite_differences_wit
     assert_derivatives_match_finite_differences(problem, x)
 
 
+def test_it_sums_style_terms_per_cell_whatever_the_row_order_and_with_empty_cells():
+    rng = np.random.default_rng(2)
+    counts = simulate_style_battles(style_world(5, rng), 400, rng)
+    # The rows come in random cell order; drop the first and the last cell's rows so two cells have none.
+    empty = (counts.rows[:, 0] == 0) | (counts.rows[:, 0] == len(counts.cells) - 1)
+    sparse_counts = Counts(cells=counts.cells, rows=counts.rows[~empty], features=counts.features[~empty])
+    problem = _problem(
+        sparse_counts,
+        n_models=5,
+        n_groups=N_GROUPS,
+        with_groups=True,
+        tie_model=True,
+        theta_prior_sd=10.0,
+        tau=np.full(N_GROUPS, 0.5),
+    )
+    assert (np.diff(problem.cell) >= 0).all()
+    assert_derivatives_match_finite_differences(problem, rng.normal(0.0, 0.3, (5 + 4) * (1 + N_GROUPS) + 1))
+
+
 def test_it_recovers_the_planted_global_and_group_style_coefficients(planted):
     sworld, _, fit = planted
     assert fit.converged

@@ -45,9 +45,9 @@ import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.utils import timezone
 
 from bench.local_llm import LlamaServer  # the same loopback server the real_llm test starts
+from leaderboard.demo_votes import admitted_raters_write
 from raters.models import Rater, Study
 from tournaments.models import Battle, LLMModel, Reply, Tournament
 from tournaments.selectors import battle_view
@@ -114,17 +114,9 @@ def _tournament(servers: list[LlamaServer]) -> tuple[Tournament, dict[str, LLMMo
 
 
 def _rater(study: Study) -> Rater:
-    """A rater of its own for each turn: one rater asking the same questions again would be struck for
-    repeating themselves."""
-    now = timezone.now()
-    return Rater.objects.create(
-        study=study,
-        source=Rater.Source.OPEN,
-        status=Rater.Status.ADMITTED,
-        consented_at=now,
-        screened_at=now,
-        admitted_at=now,
-    )
+    """A rater of its own for each turn: one rater bringing the same questions to battle after battle
+    would be struck for repeating themselves."""
+    return admitted_raters_write(study, [(None, [])])[0]
 
 
 def _sample_raw(turn_id: int, at: float, watch: TurnWatch) -> None:

@@ -52,7 +52,7 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
     return {"raters": raters, "battles": len(votes), "models": len(models), "dimensions": len(dimensions)}
 
 
-def admitted_raters_write(study: Study, memberships: list[tuple[Country, list[int]]]) -> list[Rater]:
+def admitted_raters_write(study: Study, memberships: list[tuple[Country | None, list[int]]]) -> list[Rater]:
     """One admitted rater of `study` per (country, group ids), written straight to the database."""
     now = timezone.now()
     raters = Rater.objects.bulk_create(

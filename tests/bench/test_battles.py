@@ -3,7 +3,7 @@ side away, see nothing in one that does not, and see the raw speed difference ei
 
 import pytest
 
-from bench.battles import TurnWatch, _auc, _figures, _still_share
+from bench.battles import TurnWatch, _auc, _figures, _rater, _still_share
 
 
 def turn(fast_side: str, *, display_leaks: bool) -> TurnWatch:
@@ -49,3 +49,10 @@ def test_it_scores_a_perfect_prediction_a_tie_and_a_reversed_one():
     assert _auc([2.0, -1.0, 3.0, -2.0], labels) == 1.0
     assert _auc([0.0, 0.0, 0.0, 0.0], labels) == 0.5
     assert _auc([-2.0, 1.0, -3.0, 2.0], labels) == 0.0
+
+
+@pytest.mark.django_db
+def test_each_turn_gets_a_fresh_admitted_rater_of_the_study(study):
+    first, second = _rater(study), _rater(study)
+    assert first.pk != second.pk
+    assert first.study == study and first.status == first.Status.ADMITTED

@@ -19,7 +19,6 @@ read item by item with an incremental parser and the items before the cut are us
   chats just before this one in the file (EARLIER_BATTLES of them, about a session, other chats only): the
   false strikes counted are honest messages that come close to someone's earlier task. Repeats within the
   same chat, which the rule no longer judges, are counted beside it.
-
 - The optional LLM topic judge (the site's prompt, qc.JUDGE_PROMPT, over the earlier messages) is scored on
   a fixed sample of both kinds of case against the only model server this machine has: llama.cpp's server
   running SmolLM2-135M-Instruct (bench/local_llm.py), when it is installed. With a capable model behind an

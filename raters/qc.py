@@ -467,9 +467,9 @@ def check_copy(
     earlier_messages are the opening messages of the rater's other battles. Follow-ups are not compared
     with each other: within one battle a repeat is a real turn (asking again after a poor answer,
     "Continue writing please" once more), and across battles a follow-up like that is no task of its own.
-    The score is the similarity to the closest earlier message that the new one
-    adds no content word or number to ("Write chapter 2" after "Write chapter 1" is the next task, not a
-    copy); earlier messages that cannot come within 0.1 of the threshold are not measured (score 0).
+    The score is the similarity to the closest earlier message that the new one adds no content word or
+    number to ("Write chapter 2" after "Write chapter 1" is the next task, not a copy); earlier messages
+    that cannot come within 0.1 of the threshold are not measured (score 0).
     """
     p = _params("copy", params)
     text, tokens = _normalise(message), _content_tokens(message)

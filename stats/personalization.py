@@ -84,6 +84,15 @@ def davidson(gap: np.ndarray | float, log_nu: float) -> np.ndarray:
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
+def _integrated_outcomes(gap_mean, gap_variance, log_nu: float) -> np.ndarray:
+    """P(a), P(tie), P(b) (last axis) for skill gaps known only as Normal(gap_mean, gap_variance): the
+    Davidson probabilities averaged over each gap by Gauss-Hermite quadrature."""
+    mean, variance = np.asarray(gap_mean, dtype=float), np.asarray(gap_variance, dtype=float)
+    gaps = mean[..., None] + np.sqrt(2.0 * variance)[..., None] * _HERMITE_X
+    p = (davidson(gaps, log_nu) * _HERMITE_W[:, None]).sum(axis=-2)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
 def _gap_terms(gap: np.ndarray, outcome_constant: np.ndarray, log_nu: float):
     """log P(outcome), its derivative in the gap, and the Fisher information, per vote."""
     p = davidson(gap, log_nu)
@@ -182,8 +191,7 @@ def _held_out_log_likelihood(train: _Votes, test: _Votes, precision: np.ndarray,
     variance = (
         covariance[test.a, test.a] + covariance[test.b, test.b] - 2 * covariance[test.a, test.b]
     ).clip(0.0)
-    gaps = mean[:, None] + np.sqrt(2.0 * variance)[:, None] * _HERMITE_X
-    p = (davidson(gaps, log_nu) * _HERMITE_W[:, None]).sum(axis=1) / math.sqrt(math.pi)
+    p = _integrated_outcomes(mean, variance, log_nu)
     chosen = np.where(test.constant > 0, p[:, 0], np.where(test.constant < 0, p[:, 2], p[:, 1]))
     return float(np.log(chosen).sum())
 
@@ -484,11 +492,8 @@ class Person:
     def predict(self, model_a: str, model_b: str) -> dict[str, float]:
         """P(a), P(tie), P(b) for this person, averaged over what we still do not know about them."""
         mean, variance = self._gap(self._index[model_a], self._index[model_b])
-        gaps = mean + math.sqrt(2.0 * variance) * _HERMITE_X
-        p = (_HERMITE_W[:, None] * davidson(gaps, self.population.group_fit.log_nu)).sum(axis=0) / math.sqrt(
-            math.pi
-        )
-        return dict(zip(OUTCOMES, map(float, p / p.sum()), strict=True))
+        p = _integrated_outcomes(mean, variance, self.population.group_fit.log_nu)
+        return dict(zip(OUTCOMES, map(float, p), strict=True))
 
     def skills(self) -> np.ndarray:
         """Posterior mean skills, centred, in ``models`` order."""
@@ -574,9 +579,7 @@ class Person:
 
     def _predicted(self, gap_mean: np.ndarray, gap_variance: np.ndarray) -> np.ndarray:
         """P(a), P(tie), P(b) per pair with these posterior gaps (rows), as ``predict`` computes them."""
-        gaps = gap_mean[:, None] + np.sqrt(2.0 * gap_variance)[:, None] * _HERMITE_X
-        p = (davidson(gaps, self.population.group_fit.log_nu) * _HERMITE_W[:, None]).sum(axis=1)
-        return p / p.sum(axis=1, keepdims=True)
+        return _integrated_outcomes(gap_mean, gap_variance, self.population.group_fit.log_nu)
 
 
 def _p_misordered(gap_mean: np.ndarray, gap_variance: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from django.core.cache import cache
 
 from leaderboard import boards, services
 from leaderboard.models import FitPosterior
+from leaderboard.selectors import STYLE_VIEWS  # the `style` parameter, as on the leaderboard
 from raters.models import Axis, Country, Group
 from stats.posterior import ScoreDraws, score_draws
 from stats.summaries import DrawSummary, draws_summary
@@ -41,8 +42,6 @@ MAX_WEIGHT = 10
 DEFAULT_WEIGHT = 5
 WEIGHT_PREFIX = "w-"
 RESERVED_PARAMS = {"tournament", "country", "style"}
-# The `style` parameter, as on the leaderboard: the board as voted, or with style held equal.
-STYLE_VIEWS = {"": False, "default": False, "controlled": True}
 # The fit report covers the models at the top of the board.
 REPORTED_MODELS = 3
 CACHE_SECONDS = 24 * 3600

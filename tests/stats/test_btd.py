@@ -101,17 +101,22 @@ def test_it_estimates_a_wide_tau_when_groups_disagree(simulated):
 
 def test_it_has_an_analytic_gradient_and_hessian_matching_finite_differences(simulated):
     _, _, _, counts, fit = simulated
-    problem = _problem(
-        counts,
-        n_models=8,
-        n_groups=N_GROUPS,
-        with_groups=True,
-        tie_model=True,
-        theta_prior_sd=10.0,
-        tau=np.full(N_GROUPS, 0.5),
-    )
+    problem = problem_for_derivative_checks(counts, n_models=8, n_groups=N_GROUPS)
     x = fit.packed() + np.random.default_rng(3).normal(0.0, 0.2, len(fit.packed()))
     assert_derivatives_match_finite_differences(problem, x)
+
+
+def problem_for_derivative_checks(counts: Counts, *, n_models: int, n_groups: int, with_groups: bool = True):
+    """The fit's problem as the derivative checks set it up: ties on, a wide prior, every tau 0.5."""
+    return _problem(
+        counts,
+        n_models=n_models,
+        n_groups=n_groups,
+        with_groups=with_groups,
+        tie_model=True,
+        theta_prior_sd=10.0,
+        tau=np.full(n_groups, 0.5),
+    )
 
 
 def assert_derivatives_match_finite_differences(problem, x: np.ndarray) -> None:

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from bench.fit import STYLE_GROUP, simulate_style_battles, style_world
-from stats.btd import Counts, _problem, fit_btd
+from stats.btd import Counts, fit_btd
 from stats.posterior import centred_covariance, covariance_from_centred, fit_restored, skills_for
-from tests.stats.test_btd import assert_derivatives_match_finite_differences
+from tests.stats.test_btd import assert_derivatives_match_finite_differences, problem_for_derivative_checks
 
 N_GROUPS = 5  # bench.fit.STYLE_AXES
 
@@ -23,15 +23,7 @@ def planted():
 def test_it_has_an_analytic_gradient_and_hessian_matching_finite_differences_with_features(with_groups):
     rng = np.random.default_rng(1)
     counts = simulate_style_battles(style_world(5, rng), 400, rng)
-    problem = _problem(
-        counts,
-        n_models=5,
-        n_groups=N_GROUPS,
-        with_groups=with_groups,
-        tie_model=True,
-        theta_prior_sd=10.0,
-        tau=np.full(N_GROUPS, 0.5),
-    )
+    problem = problem_for_derivative_checks(counts, n_models=5, n_groups=N_GROUPS, with_groups=with_groups)
     size = (5 + 4) * (1 + N_GROUPS * with_groups) + 1
     x = rng.normal(0.0, 0.3, size)
     assert_derivatives_match_finite_differences(problem, x)
@@ -43,15 +35,7 @@ def test_it_sums_style_terms_per_cell_whatever_the_row_order_and_with_empty_cell
     # The rows come in random cell order; drop the first and the last cell's rows so two cells have none.
     empty = (counts.rows[:, 0] == 0) | (counts.rows[:, 0] == len(counts.cells) - 1)
     sparse_counts = Counts(cells=counts.cells, rows=counts.rows[~empty], features=counts.features[~empty])
-    problem = _problem(
-        sparse_counts,
-        n_models=5,
-        n_groups=N_GROUPS,
-        with_groups=True,
-        tie_model=True,
-        theta_prior_sd=10.0,
-        tau=np.full(N_GROUPS, 0.5),
-    )
+    problem = problem_for_derivative_checks(sparse_counts, n_models=5, n_groups=N_GROUPS)
     assert (np.diff(problem.cell) >= 0).all()
     assert_derivatives_match_finite_differences(problem, rng.normal(0.0, 0.3, (5 + 4) * (1 + N_GROUPS) + 1))
 

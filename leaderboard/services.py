@@ -1,16 +1,18 @@
 import io
 import logging
 import math
+from array import array
+from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
-from config.bulk import pg_copy
+from config.bulk import pg_can_skip_triggers, pg_copy, pg_triggers_skipped
 from leaderboard.boards import board_cache_bump, min_group_raters
 from leaderboard.models import (
     AppliedVote,
@@ -38,7 +40,7 @@ from stats.posterior import (
 from stats.style import SideStyle, battle_style, side_style, style_matrix
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
-from tournaments.models import Dimension, LLMModel, Outcome, Reply, Tournament, Vote, VoteChoice
+from tournaments.models import Battle, Dimension, LLMModel, Outcome, Reply, Tournament, Vote, VoteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +150,10 @@ def ratings_apply_pending(*, up_to_vote_id: int | None = None, tournament_id: in
     return sum(ratings_apply_vote(vote_id=vote_id) for vote_id in pending.values_list("pk", flat=True))
 
 
-def ratings_replay(*, tournament_id: int) -> int:
+REPLAY_CHUNK = 20_000
+
+
+def ratings_replay(*, tournament_id: int, new_votes_from: int | None = None) -> int:
     """Rebuild every live rating of a tournament from its vote log, in vote order, honouring every
     exclusion (flagged battles, excluded raters; erased raters' votes are gone). Returns the votes
     replayed.
@@ -156,9 +161,19 @@ def ratings_replay(*, tournament_id: int) -> int:
     The whole log is replayed in memory with the closed-form kernel and written back in bulk, in one
     transaction: readers see the old ratings until the new ones commit. It runs on the ratings queue,
     the single writer, so no vote is applied while it runs.
+
+    Memory does not grow with the log but for two compact arrays (a vote id and a flag per vote, 9
+    bytes): the votes stream from the database in vote order, a chunk at a time, each choice on a row
+    of its own. Held as Python tuples, an Arena-scale log of 1.7 million votes took 1.36 GB.
+
+    `new_votes_from`: the first id of the votes the caller wrote in its still open transaction (an
+    import, whose votes take ids from that one on). No other transaction can see or delete those votes,
+    so their applied markers are written without a foreign-key check each where the role allows it
+    (`config.bulk`); the markers of older votes are checked as usual.
     """
     tournament = Tournament.objects.get(pk=tournament_id)
-    votes = list(
+    groups_of = _groups_by_rater(Battle.objects.filter(tournament=tournament).values("rater_id"))
+    rows = (
         Vote.objects.filter(battle__tournament=tournament)
         .order_by("pk")
         .values_list(
@@ -168,52 +183,78 @@ def ratings_replay(*, tournament_id: int) -> int:
             "battle__rater_id",
             "battle__flagged_reason",
             "battle__rater__status",
+            # A vote's choices, one row each (a vote without any: one row of None).
+            "choices__dimension_id",
+            "choices__outcome",
+            "choices__dimension__draw_probability",
         )
+        .iterator(chunk_size=REPLAY_CHUNK)
     )
-    choices = defaultdict(list)
-    for vote_id, dimension_id, outcome, draw_probability in VoteChoice.objects.filter(
-        vote__battle__tournament=tournament
-    ).values_list("vote_id", "dimension_id", "outcome", "dimension__draw_probability"):
-        choices[vote_id].append((dimension_id, outcome, draw_probability))
-    groups_of = _groups_by_rater({vote[3] for vote in votes})
     params_by_probability: dict[float, TrueSkillParams] = {}
     state: dict[tuple, Rating] = {}
-    counted_flags = []
-    for vote_id, model_a, model_b, rater_id, flagged_reason, rater_status in votes:
-        counted = vote_is_counted(flagged_reason=flagged_reason, rater_status=rater_status)
-        counted_flags.append((vote_id, counted))
-        if not counted:
+    vote_ids, counted_flags = array("q"), bytearray()
+    last_vote_id, counted = None, False
+    for (
+        vote_id,
+        model_a,
+        model_b,
+        rater_id,
+        flagged_reason,
+        rater_status,
+        dimension_id,
+        outcome,
+        p_draw,
+    ) in rows:
+        if vote_id != last_vote_id:
+            last_vote_id = vote_id
+            counted = vote_is_counted(flagged_reason=flagged_reason, rater_status=rater_status)
+            vote_ids.append(vote_id)
+            counted_flags.append(counted)
+        if not counted or dimension_id is None:
             continue
-        for dimension_id, outcome, draw_probability in choices[vote_id]:
-            params = params_by_probability.setdefault(
-                draw_probability, tournament.trueskill_params(draw_probability=draw_probability)
+        params = params_by_probability.get(p_draw)
+        if params is None:
+            params = params_by_probability[p_draw] = tournament.trueskill_params(draw_probability=p_draw)
+        for group_id in [None, *groups_of.get(rater_id, ())]:
+            rating_a, rating_b = (
+                _replay_rating(state, tournament, dimension_id, group_id, model)
+                for model in (model_a, model_b)
             )
-            for group_id in [None, *groups_of.get(rater_id, [])]:
-                rating_a, rating_b = (
-                    _replay_rating(state, tournament, dimension_id, group_id, model)
-                    for model in (model_a, model_b)
-                )
-                _update_pair(rating_a, rating_b, outcome=outcome, params=params)
+            _update_pair(rating_a, rating_b, outcome=outcome, params=params)
     with transaction.atomic():
         Rating.objects.filter(dimension__tournament=tournament).delete()
         AppliedVote.objects.filter(vote__battle__tournament=tournament).delete()
         Rating.objects.bulk_create(state.values(), batch_size=2000)
-        _applied_votes_write(counted_flags)
-    return len(votes)
+        new_from = len(vote_ids) if new_votes_from is None else bisect_left(vote_ids, new_votes_from)
+        _applied_votes_write(vote_ids[:new_from], counted_flags[:new_from])
+        with pg_triggers_skipped(
+            new_from < len(vote_ids) and connection.vendor == "postgresql" and pg_can_skip_triggers()
+        ):
+            _applied_votes_write(vote_ids[new_from:], counted_flags[new_from:])
+    return len(vote_ids)
 
 
-def _applied_votes_write(applied: list[tuple[int, bool]]) -> None:
+def _applied_votes_write(vote_ids: Sequence[int], counted: Sequence[int]) -> None:
     """One applied-vote row per replayed vote: a COPY on PostgreSQL (an import replays millions)."""
+    if not vote_ids:
+        return
     if connection.vendor != "postgresql":
         AppliedVote.objects.bulk_create(
-            (AppliedVote(vote_id=vote_id, counted=counted) for vote_id, counted in applied), batch_size=2000
+            (
+                AppliedVote(vote_id=vote_id, counted=bool(flag))
+                for vote_id, flag in zip(vote_ids, counted, strict=True)
+            ),
+            batch_size=2000,
         )
         return
     now = timezone.now().isoformat()
     pg_copy(
         model=AppliedVote,
         columns=["vote_id", "counted", "applied_at"],
-        lines=[f"{vote_id}\t{'t' if counted else 'f'}\t{now}\n" for vote_id, counted in applied],
+        lines=(
+            f"{vote_id}\t{'t' if flag else 'f'}\t{now}\n"
+            for vote_id, flag in zip(vote_ids, counted, strict=True)
+        ),
     )
 
 
@@ -537,7 +578,8 @@ def _style_summary(fit: Fit, names, scales, group_ids: Sequence[int]) -> dict:
     return {"features": list(names), "scales": [float(x) for x in scales], "coefficients": coefficients}
 
 
-def _groups_by_rater(rater_ids: set[int]) -> dict[int, list[int]]:
+def _groups_by_rater(rater_ids: Iterable[int] | QuerySet) -> dict[int, list[int]]:
+    """Each rater's groups (for raters given as ids or as a query of their ids)."""
     groups: dict[int, list[int]] = {}
     for rater_id, group_id in Rater.groups.through.objects.filter(rater_id__in=rater_ids).values_list(
         "rater_id", "group_id"

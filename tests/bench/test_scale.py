@@ -2,10 +2,13 @@
 real server's first API and page answers, at two sizes; the figures come back with the keys the issue asks
 for, and the scratch databases are gone afterwards."""
 
+import io
 import json
 import math
 
 import psycopg
+import pytest
+from django.core.management import CommandError, call_command
 
 from bench import scale
 from bench.arena_log import arena_log_write
@@ -57,3 +60,20 @@ def test_the_generated_log_is_arena_shaped(tmp_path):
     counts = sorted(pairs.values())
     assert counts[-1] > 20 * counts[len(counts) // 10]  # the busiest pairs far busier than the quiet ones
     assert all(row["model_a"] != row["model_b"] for row in rows)
+
+
+def test_sizes_picks_which_sizes_to_measure(monkeypatch):
+    asked = []
+    monkeypatch.setattr(scale, "run", lambda **kwargs: asked.append(kwargs) or {"models": 130})
+    call_command("bench", "scale", "--sizes", "tenth", stdout=io.StringIO())
+    call_command("bench", "scale", "--sizes", "full, tenth", stdout=io.StringIO())
+    assert asked == [
+        {"quick": False, "sizes": {"tenth": 170_000}},
+        {"quick": False, "sizes": {"full": 1_700_000, "tenth": 170_000}},
+    ]
+    with pytest.raises(CommandError, match="Unknown size huge"):
+        call_command("bench", "scale", "--sizes", "huge")
+    with pytest.raises(CommandError, match="without --quick"):
+        call_command("bench", "scale", "--sizes", "tenth", "--quick")
+    with pytest.raises(CommandError, match="`bench scale` alone"):
+        call_command("bench", "web", "--sizes", "tenth")

@@ -1,17 +1,24 @@
 import csv
 import json
+import threading
+import time
+import uuid
 from datetime import UTC, datetime
 
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db import connection
 
+from config.bulk import pg_can_skip_triggers
+from config.errors import ApplicationError
 from leaderboard.models import AppliedVote, Rating
 from leaderboard.services import ratings_replay
 from raters.models import Rater, Study
 from raters.panel import keyed_hash
 from raters.services import PendingEntry, rater_create
-from tournaments.arena_format import ArenaBattle, BadRow, BattleLog, UnreadableLog
+from tournaments import imports
+from tournaments.arena_format import ArenaBattle, BadRow, BattleLog, UnreadableLog, row_parse
 from tournaments.imports import IMPORTED_BASE_URL, battles_import
 from tournaments.models import Battle, Dimension, LLMModel, Tournament, Turn, Vote, VoteChoice
 
@@ -432,3 +439,159 @@ def test_it_refuses_an_unknown_tournament_without_create_and_a_bad_slug_with_it(
     with pytest.raises(CommandError, match="--name names a tournament made by --create"):
         call_command("import_battles", path, "--tournament", "nowhere", "--name", "Nowhere")
     assert not Tournament.objects.exists()
+
+
+# --- Speed without losing a guarantee (tournaments.imports, config.bulk) ---------------------------------
+
+# Public ids of imported battles derive from these digests: they must never change, or re-importing a log
+# imported before would duplicate it. (Values made by the first implementation, json.dumps and uuid5.)
+KNOWN_IDS = [
+    (
+        ArenaBattle(1, "gpt-4", "claude-2", "model_a", "u1", "q1", 1700000000.5),
+        "c50380059368b68676de579eb01690ed210017d991af515bcfab4262c9af97a7",
+        "75aa828b-504d-5593-9637-3321758e7ebd",
+    ),
+    (
+        ArenaBattle(9, 'Ünïcode "q"', "b\\c", "tie (bothbad)"),
+        "c10608b80103ec569a57e615df9dc6b93c2ccd048790f71380cf82653becfc42",
+        "dbdfe287-953f-54dc-82fb-c27b1b97d9b1",
+    ),
+    (
+        ArenaBattle(3, "a", "b", "tie", "7", None, 1e-7),
+        "8dd190746b916465ba5cd4fd7ed837971f58dbcccb15e05b7cd5d966b6e9d107",
+        "12d82abe-efb5-594c-a598-f4b9e559d515",
+    ),
+]
+
+
+def test_public_ids_are_the_ones_earlier_imports_stored():
+    tournament = Tournament(slug="arena")
+    ids = imports._ImportIds(tournament)
+    for row, content_key, public_id in KNOWN_IDS:
+        assert row.content_key == content_key
+        assert str(imports.battle_import_id(tournament=tournament, row=row)) == public_id
+        assert ids.hex(row) == uuid.UUID(public_id).hex
+
+
+def test_the_fast_public_id_is_uuid5_for_any_row():
+    tournament = Tournament(slug="some-slug")
+    ids = imports._ImportIds(tournament)
+    for index in range(300):
+        row = ArenaBattle(index, f"m{index}", f"é{index * 7}", "tie", str(index) if index % 2 else None)
+        assert ids.hex(row) == imports.battle_import_id(tournament=tournament, row=row).hex
+
+
+def test_tstamps_outside_the_years_a_datetime_holds_are_bad_rows():
+    def parsed(tstamp):
+        return row_parse({"model_a": "a", "model_b": "b", "winner": "tie", "tstamp": tstamp}, line=1)
+
+    assert parsed(253402300000).tstamp == 253402300000.0  # in the year 9999
+    assert parsed("-62135596800").tstamp == -62135596800.0  # the first second of the year 1
+    for bad in (1e20, -1e12, "nan", "inf", float("-inf"), True, [1]):
+        assert isinstance(parsed(bad), BadRow), bad
+
+
+def test_a_failure_part_way_leaves_nothing_imported(arena, tmp_path):
+    def rows():
+        with BattleLog.open(write_jsonl(tmp_path / "b.jsonl", BATTLES * 1)) as log:
+            yield from log.rows()
+        raise RuntimeError("disk gone")
+
+    with pytest.raises(RuntimeError, match="disk gone"):
+        battles_import(tournament=arena, rows=rows(), batch_size=1)
+    assert not Battle.objects.exists()
+    assert not Study.objects.filter(slug="import-arena").exists()
+
+
+def test_the_command_lands_rows_and_ratings_together_or_not_at_all(arena, tmp_path, monkeypatch):
+    def broken_replay(**kwargs):
+        raise ApplicationError("ratings broke")
+
+    monkeypatch.setattr("leaderboard.management.commands.import_battles.ratings_replay", broken_replay)
+    with pytest.raises(CommandError, match="ratings broke"):
+        run(write_jsonl(tmp_path / "b.jsonl", BATTLES), "--batch-size", "1")
+    assert not Battle.objects.exists()
+    assert not LLMModel.objects.filter(base_url=IMPORTED_BASE_URL).exists()
+
+
+def test_reading_stays_a_few_batches_ahead_and_stops_when_the_writer_does():
+    pulled = []
+
+    def produce(put):
+        for index in range(1000):
+            pulled.append(index)
+            put(index)
+
+    items = imports._read_ahead(produce, depth=2)
+    assert next(items) == 0
+    time.sleep(0.3)
+    assert len(pulled) <= 4  # the one taken, two queued, one waiting to be put
+    items.close()  # the writer leaves early: the reading thread ends
+    assert not any(t.name == "import-read-ahead" and t.is_alive() for t in threading.enumerate())
+
+
+def test_an_error_while_reading_reaches_the_writer():
+    def produce(put):
+        put(1)
+        raise ValueError("line 2 broke the reader")
+
+    items = imports._read_ahead(produce, depth=2)
+    assert next(items) == 1
+    with pytest.raises(ValueError, match="line 2 broke"):
+        next(items)
+
+
+def _foreign_keys_validate(tables):
+    """Drop and re-add every foreign key of these tables: PostgreSQL checks every row as it adds one."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the test's own pending checks first
+        cursor.execute(
+            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE contype = 'f' AND conrelid::regclass::text = ANY(%s)",
+            [tables],
+        )
+        constraints = cursor.fetchall()
+        assert len(constraints) >= 8
+        for table, name, definition in constraints:
+            cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+            cursor.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
+
+
+@pytest.mark.parametrize("role_may_skip_triggers", [True, False])
+def test_copied_rows_satisfy_every_foreign_key_whoever_checks_them(
+    arena, tmp_path, monkeypatch, role_may_skip_triggers
+):
+    """Where the role may turn triggers off, the import checks (and locks) each referenced row once
+    itself; otherwise PostgreSQL's triggers check every row. The rows must be valid either way."""
+    monkeypatch.setattr(imports, "pg_can_skip_triggers", lambda: role_may_skip_triggers)
+    skipped = []
+    real_skip = imports.pg_triggers_skipped
+    monkeypatch.setattr(imports, "pg_triggers_skipped", lambda skip: skipped.append(skip) or real_skip(skip))
+    rows = [{**BATTLES[index % 3], "tstamp": 1700000000.0 + index} for index in range(10)]
+    for log_rows in (rows[:4], rows):  # the second import adds to the first one's votes
+        with BattleLog.open(write_jsonl(tmp_path / "b.jsonl", log_rows)) as log:
+            report = battles_import(tournament=arena, rows=log.rows(), batch_size=3)
+        # What the command does: the markers of the votes just written skip their checks too.
+        ratings_replay(tournament_id=arena.pk, new_votes_from=report.first_vote_id)
+    assert report.imported == 6 and set(skipped) == {role_may_skip_triggers}
+    assert report.first_vote_id == min(Vote.objects.order_by("pk").values_list("pk", flat=True)[4:])
+    assert AppliedVote.objects.filter(vote__battle__tournament=arena).count() == 10
+    _foreign_keys_validate(
+        ["tournaments_battle", "tournaments_vote", "tournaments_votechoice", "leaderboard_appliedvote"]
+    )
+
+
+def test_the_database_role_in_the_tests_may_skip_triggers():
+    """The suite's role is a superuser, like the one docker-compose.yml sets up, so the fast path is
+    the one the other import tests take."""
+    assert pg_can_skip_triggers()
+
+
+def test_a_replayed_vote_without_choices_is_still_marked_applied(arena, tmp_path):
+    run(write_jsonl(tmp_path / "b.jsonl", BATTLES))
+    vote = Vote.objects.order_by("pk").first()
+    vote.choices.all().delete()
+    assert ratings_replay(tournament_id=arena.pk) == 3
+    assert AppliedVote.objects.filter(vote__battle__tournament=arena).count() == 3
+    ratings = Rating.objects.filter(dimension__tournament=arena, group__isnull=True)
+    assert sum(r.wins + r.ties for r in ratings) == 1 + 2  # the second vote's win, the third's tie

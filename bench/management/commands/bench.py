@@ -1,7 +1,7 @@
 import importlib
 import json
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 # Each benchmark is a function `run(*, quick: bool) -> dict` in its own module, imported only when asked
 # for, so one benchmark's dependencies never slow down another.
@@ -33,9 +33,25 @@ class Command(BaseCommand):
         parser.add_argument("what", choices=sorted(BENCHMARKS), help="What to benchmark.")
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print one JSON object.")
         parser.add_argument("--quick", action="store_true", help="Small sizes, for a smoke test.")
+        parser.add_argument(
+            "--sizes",
+            help="scale only: the sizes to measure, comma-separated, among full (1.7 million battles) and "
+            "tenth (170,000); default both.",
+        )
 
-    def handle(self, *args, what: str, as_json: bool, quick: bool, **options):
-        results = importlib.import_module(BENCHMARKS[what]).run(quick=quick)
+    def handle(self, *args, what: str, as_json: bool, quick: bool, sizes: str | None, **options):
+        extra = {}
+        if sizes:
+            if what != "scale" or quick:
+                raise CommandError("--sizes goes with `bench scale` alone, without --quick.")
+            from bench.scale import SIZES
+
+            names = [name.strip() for name in sizes.split(",") if name.strip()]
+            unknown = sorted(set(names) - SIZES.keys())
+            if unknown or not names:
+                raise CommandError(f"Unknown size {', '.join(unknown)}: choose among {', '.join(SIZES)}.")
+            extra["sizes"] = {name: SIZES[name] for name in names}
+        results = importlib.import_module(BENCHMARKS[what]).run(quick=quick, **extra)
         if as_json:
             self.stdout.write(json.dumps(results, indent=2, default=float))
             return

@@ -2,6 +2,7 @@ import time
 from collections.abc import Callable
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from config.errors import ApplicationError
 from leaderboard.services import ratings_replay
@@ -46,7 +47,8 @@ class Command(BaseCommand):
             "--batch-size",
             type=int,
             default=DEFAULT_BATCH_SIZE,
-            help=f"Rows written per transaction (default {DEFAULT_BATCH_SIZE}).",
+            help=f"Rows per batch (one COPY per table; default {DEFAULT_BATCH_SIZE}). The whole import "
+            "is one transaction.",
         )
         parser.add_argument(
             "--progress-every",
@@ -82,17 +84,20 @@ class Command(BaseCommand):
                 raise CommandError(error.message) from None
         if create and target.name != (name or target.slug):
             self.stderr.write(f"Tournament {target.slug!r} exists ({target.name!r}): importing into it.")
-        progress = _Progress(self.stderr, log, every=progress_every)
+        progress = _Progress(self.stderr, every=progress_every)
         with log:
             try:
-                report = battles_import(
-                    tournament=target,
-                    rows=log.rows(),
-                    batch_size=batch_size,
-                    include_named=include_named,
-                    on_progress=progress.show,
-                )
-                _ratings_apply(report, tournament=target, on_progress=progress.show)
+                # One transaction for the rows and the live ratings: all of it lands, or none.
+                with transaction.atomic():
+                    report = battles_import(
+                        tournament=target,
+                        rows=log.rows(),
+                        batch_size=batch_size,
+                        include_named=include_named,
+                        on_progress=progress.show,
+                        fraction_read=log.fraction_read,
+                    )
+                    _ratings_apply(report, tournament=target, on_progress=progress.show)
             except ApplicationError as error:
                 progress.finish()
                 raise CommandError(error.message) from None
@@ -154,7 +159,8 @@ def _ratings_apply(
     on_progress(report)
     if report.ratings_pending:
         # Nothing new (a re-import): the live ratings are already those of the log.
-        ratings_replay(tournament_id=tournament.pk)
+        # The votes this import wrote are in this very transaction (see ratings_replay).
+        ratings_replay(tournament_id=tournament.pk, new_votes_from=report.first_vote_id)
     report.ratings_applied = report.ratings_pending
     report.ratings_seconds = time.monotonic() - report.started - report.rows_seconds
     report.phase = "done"
@@ -164,9 +170,8 @@ def _ratings_apply(
 class _Progress:
     """Progress lines on stderr: overwritten in place on a terminal, one line every N rows otherwise."""
 
-    def __init__(self, stream, log: BattleLog, *, every: int):
+    def __init__(self, stream, *, every: int):
         self.stream = stream
-        self.log = log
         self.every = every
         self.tty = stream.isatty()
         self.next_at = every
@@ -199,7 +204,7 @@ class _Progress:
     def _rows_line(self, report: ImportReport) -> str:
         self.last_shown = report.rows_read
         return (
-            f"{_bar(self.log.fraction_read())}  rows {report.rows_read:,}  imported {report.imported:,}  "
+            f"{_bar(report.fraction_read)}  rows {report.rows_read:,}  imported {report.imported:,}  "
             f"skipped {report.skipped:,}  bad {report.bad:,}  {report.rows_per_second:,.0f} rows/s"
         )
 

@@ -270,9 +270,10 @@ def fits_publish(
 
 
 def _published_choices(dimension: Dimension):
-    """Counted choices of raters the rigging check has not held out: what published boards are fitted on."""
+    """Counted choices of raters the rigging check has not held out, outside practice battles: what
+    published boards are fitted on."""
     return VoteChoice.objects.counted().filter(
-        dimension=dimension, vote__battle__rater__held_out_at__isnull=True
+        dimension=dimension, vote__battle__rater__held_out_at__isnull=True, vote__battle__practice=False
     )
 
 

@@ -59,7 +59,7 @@ class StudyAdmin(admin.ModelAdmin):
         ("Session", {"fields": ["battles_per_session", "abandon_after_minutes"]}),
         (
             "Sybil friction (entries without a panel id)",
-            {"fields": ["new_raters_per_network_hour", "honeypot"]},
+            {"fields": ["new_raters_per_network_hour", "honeypot", "practice_battles"]},
         ),
     ]
 

@@ -123,6 +123,12 @@ class Study(models.Model):
         default=True,
         help_text="The consent form carries a field people never see; an entry that fills it is refused.",
     )
+    practice_battles = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="Entries without a panel id: each rater's first this many battles are practice, voted as "
+        "usual and kept, but never counted on published boards. A battle cannot be skipped, so a crowd of "
+        "new raters pays for every battle it cannot use instead of only the ones it can. 0: none.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -133,6 +133,7 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
 
     study.new_raters_per_network_hour = 7
     study.honeypot = False
+    study.practice_battles = 2
     study.save()
     Rater.objects.filter(pk=Rater.objects.first().pk).update(held_out_at=timezone.now(), held_out_reason="x")
     html = client.get("/leaderboard/methodology/").content.decode()
@@ -140,6 +141,7 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
     assert "Held out now: 1 " in defences
     assert f"Study {study.name}: open to anyone; at most 7 new raters per network per hour" in defences
     assert "form honeypot off" in defences and "after 5 wrong passwords" in defences
+    assert "first 2 battles practice, not counted" in defences
     cost = text_of(re.search(r'data-testid="rigging-cost".*?</p>', html, re.S).group(0))
     assert f"{RIGGING_MEASURED['min_cost_ratio']:.1f}\u00d7" in cost and RIGGING_MEASURED["date"] in cost
 

@@ -54,12 +54,12 @@ class StudyAdmin(admin.ModelAdmin):
     filter_horizontal = ["countries"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "tournament", "is_open", "allows_open_entry", "countries"]}),
-        ("Panel", {"fields": ["panel", "external_study_id", "return_url"]}),
+        ("Panel", {"fields": ["panel", "external_study_id", "return_url", "count_only_reconciled"]}),
         ("Codes", {"fields": ["completion_code", "screen_out_code", "quota_full_code"]}),
         ("Session", {"fields": ["battles_per_session", "abandon_after_minutes"]}),
         (
             "Sybil friction (entries without a panel id)",
-            {"fields": ["new_raters_per_network_hour", "honeypot"]},
+            {"fields": ["new_raters_per_network_hour", "honeypot", "proof_of_effort_bits"]},
         ),
     ]
 
@@ -92,6 +92,7 @@ class RaterAdmin(admin.ModelAdmin):
         "status",
         "admitted_at",
         "completed_at",
+        "reconciled_at",
         "created_at",
     ]
     filter_horizontal = ["groups"]

@@ -124,11 +124,12 @@ class Study(models.Model):
         help_text="The consent form carries a field people never see; an entry that fills it is refused.",
     )
     proof_of_effort_bits = models.PositiveSmallIntegerField(
-        default=14,
+        default=13,
         validators=[MaxValueValidator(24)],
-        help_text="Entries without a panel id: the consent page's browser must find a SHA-256 hash with this "
-        "many leading zero bits before it may submit (each bit doubles the work; 14 takes a recent phone "
-        "well under a second). 0: off. The page then needs JavaScript.",
+        help_text="Entries without a panel id: the consent page's browser must find a SHA-256 hash with "
+        "this many leading zero bits before it may submit (each bit doubles the work; 13 takes Chromium "
+        "about 0.1 s on a desktop, about 0.4 s with the CPU slowed 4x as a phone's). 0: off. The page "
+        "then needs JavaScript.",
     )
     # Panel reconciliation: staff upload the panel's export of approved submissions (raters.services.
     # panel_export_reconcile), which stamps the matching raters' reconciled_at.

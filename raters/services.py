@@ -37,6 +37,7 @@ from raters.panel import (
     parse_panel_ids,
     participant_keys,
 )
+from raters.proof import Proof, proof_verify
 from raters.selectors import rater_for_participant
 from raters.signals import rater_erasing
 from stats.census import PRESETS, independent_cells, largest_remainder
@@ -91,6 +92,7 @@ def rater_create(
     api_client: ApiClient | None = None,
     network_fingerprint: str = "",
     honeypot: str = "",
+    proof: Proof | None = None,
 ) -> Rater:
     """Record a consenting rater, from the website or from `api_client`. A participant who already has a
     rater in this study gets that one back. Website entries without a panel id pass the study's sybil
@@ -112,7 +114,9 @@ def rater_create(
     try:
         with transaction.atomic():
             if open_entry:
-                rater_entry_check(study=study, network_fingerprint=network_fingerprint, honeypot=honeypot)
+                rater_entry_check(
+                    study=study, network_fingerprint=network_fingerprint, honeypot=honeypot, proof=proof
+                )
             return Rater.objects.create(
                 **fields,
                 source=Rater.Source.OPEN if entry.participant_hash is None else Rater.Source.PANEL,
@@ -129,9 +133,13 @@ def rater_create(
 NETWORK_WINDOW = timedelta(hours=1)
 
 
-def rater_entry_check(*, study: Study, network_fingerprint: str, honeypot: str = "") -> None:
-    """Refuse an entry without a panel id that filled the consent form's hidden field, or that would be
-    more than the study's `new_raters_per_network_hour` new raters from one network in the last hour.
+def rater_entry_check(
+    *, study: Study, network_fingerprint: str, honeypot: str = "", proof: Proof | None = None
+) -> None:
+    """Refuse an entry without a panel id that filled the consent form's hidden field, that does not carry
+    the study's proof of effort (raters.proof; `proof` None: made by the site itself, not a request), or
+    that would be more than the study's `new_raters_per_network_hour` new raters from one network in the
+    last hour.
 
     Runs inside the creating transaction with the study row locked, so concurrent entries from one
     network are counted one after another and the cap is exact.
@@ -141,6 +149,8 @@ def rater_entry_check(*, study: Study, network_fingerprint: str, honeypot: str =
             "This form was filled in automatically, so it was not accepted. If you are a person, please "
             "reload the page and try again."
         )
+    if proof is not None:
+        proof_verify(proof=proof, study_id=study.pk, bits=study.proof_of_effort_bits)
     cap = study.new_raters_per_network_hour
     if cap is None or not network_fingerprint:
         # No fingerprint: made by the site itself (demo seed, tests), never by a request.

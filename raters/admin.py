@@ -3,6 +3,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from config.celery_app import enqueue_on_commit
 from raters.models import (
     ApiClient,
     AuditEntry,
@@ -62,6 +63,12 @@ class StudyAdmin(admin.ModelAdmin):
             {"fields": ["new_raters_per_network_hour", "honeypot", "proof_of_effort_bits"]},
         ),
     ]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change and "count_only_reconciled" in form.changed_data:
+            # Which raters count on the published boards changed: refit them now, not at the next hour.
+            enqueue_on_commit("leaderboard.tasks.publish_fits_for", obj.tournament_id)
 
     @admin.display(description="Quotas")
     def dashboard(self, study):

@@ -31,17 +31,22 @@ async function solve(challenge, bits) {
 const form = document.querySelector("form[data-proof-bits]");
 if (form) {
   const button = form.querySelector("button[type=submit]");
+  const unsupported = () => {
+    button.disabled = true;
+    document.querySelector("[data-testid=proof-unsupported]").hidden = false;
+  };
   if (!(window.crypto && crypto.subtle)) {
     // crypto.subtle exists only on https (and localhost): say so rather than fail on submit.
-    document.querySelector("[data-testid=proof-unsupported]").hidden = false;
+    unsupported();
   } else {
     const started = performance.now();
     const proof = solve(form.elements.proof_challenge.value, Number(form.dataset.proofBits)).then(
       (counter) => {
         form.elements.proof_counter.value = counter;
-        // How long it took, for anyone measuring the friction (bench notes, the browser test).
+        // How long it took, for anyone measuring the friction (the README's figures, the browser test).
         form.dataset.proofMilliseconds = String(Math.round(performance.now() - started));
       },
+      unsupported,
     );
     button.disabled = false;
     form.addEventListener("submit", (event) => {
@@ -49,7 +54,7 @@ if (form) {
       // Sent before the check finished: wait for it, then send (the form was already validated).
       event.preventDefault();
       button.disabled = true;
-      proof.then(() => form.submit());
+      proof.then(() => form.elements.proof_counter.value && form.submit());
     });
   }
 }

@@ -203,3 +203,30 @@ def test_a_study_can_count_only_reconciled_raters_on_published_boards(
     assert summary.reconciled == 4 and len(callbacks) == 1  # the refit, once the upload commits
     fits_publish(tournament_id=tournament.pk)
     assert overall_votes(tournament) == 20  # four reconciled panel raters; open raters never count then
+
+
+def test_the_admin_sets_the_study_to_count_only_reconciled_raters_and_refits(
+    admin_client, study, django_capture_on_commit_callbacks
+):
+    url = f"/staff/admin/raters/study/{study.pk}/change/"
+    page = admin_client.get(url).content.decode()
+    assert 'name="count_only_reconciled"' in page and 'name="proof_of_effort_bits"' in page
+    fields = {
+        "name": study.name,
+        "slug": study.slug,
+        "tournament": study.tournament_id,
+        "is_open": "on",
+        "allows_open_entry": "on",
+        "panel": study.panel,
+        "abandon_after_minutes": 60,
+        "new_raters_per_network_hour": 20,
+        "honeypot": "on",
+        "proof_of_effort_bits": 13,
+    }
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert admin_client.post(url, {**fields, "count_only_reconciled": "on"}).status_code == 302
+    study.refresh_from_db()
+    assert study.count_only_reconciled and len(callbacks) == 1  # the boards are refitted at once
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        renamed = admin_client.post(url, {**fields, "count_only_reconciled": "on", "name": "Renamed"})
+    assert renamed.status_code == 302 and callbacks == []  # nothing that changes the boards

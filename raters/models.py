@@ -128,7 +128,7 @@ class Study(models.Model):
         validators=[MaxValueValidator(24)],
         help_text="Entries without a panel id: the consent page's browser must find a SHA-256 hash with "
         "this many leading zero bits before it may submit (each bit doubles the work; 13 takes Chromium "
-        "about 0.1 s on a desktop, about 0.4 s with the CPU slowed 4x as a phone's). 0: off. The page "
+        "about 0.1 s on a desktop, about 0.3 s with the CPU slowed 4x as a phone's). 0: off. The page "
         "then needs JavaScript.",
     )
     # Panel reconciliation: staff upload the panel's export of approved submissions (raters.services.

@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
             name="proof_of_effort_bits",
             field=models.PositiveSmallIntegerField(
                 default=13,
-                help_text="Entries without a panel id: the consent page's browser must find a SHA-256 hash with this many leading zero bits before it may submit (each bit doubles the work; 13 takes Chromium about 0.1 s on a desktop, about 0.4 s with the CPU slowed 4x as a phone's). 0: off. The page then needs JavaScript.",
+                help_text="Entries without a panel id: the consent page's browser must find a SHA-256 hash with this many leading zero bits before it may submit (each bit doubles the work; 13 takes Chromium about 0.1 s on a desktop, about 0.3 s with the CPU slowed 4x as a phone's). 0: off. The page then needs JavaScript.",
                 validators=[django.core.validators.MaxValueValidator(24)],
             ),
         ),

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('raters', '0009_panel_reconciliation_and_proof_of_effort'),
+        ("raters", "0009_panel_reconciliation_and_proof_of_effort"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='study',
-            name='practice_battles',
-            field=models.PositiveSmallIntegerField(default=1, help_text="Entries without a panel id: each rater's first this many battles are practice, voted as usual and kept, but never counted on published boards. A battle cannot be skipped, so a crowd of new raters pays for every battle it cannot use instead of only the ones it can. 0: none."),
+            model_name="study",
+            name="practice_battles",
+            field=models.PositiveSmallIntegerField(
+                default=1,
+                help_text="Entries without a panel id: each rater's first this many battles are practice, voted as usual and kept, but never counted on published boards. A battle cannot be skipped, so a crowd of new raters pays for every battle it cannot use instead of only the ones it can. 0: none.",
+            ),
         ),
     ]

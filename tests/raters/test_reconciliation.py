@@ -222,6 +222,7 @@ def test_the_admin_sets_the_study_to_count_only_reconciled_raters_and_refits(
         "new_raters_per_network_hour": 20,
         "honeypot": "on",
         "proof_of_effort_bits": 13,
+        "practice_battles": 1,
     }
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert admin_client.post(url, {**fields, "count_only_reconciled": "on"}).status_code == 302

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tournaments', '0009_turn_frozen_chars'),
+        ("tournaments", "0009_turn_frozen_chars"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='battle',
-            name='practice',
+            model_name="battle",
+            name="practice",
             field=models.BooleanField(default=False, editable=False),
         ),
     ]

@@ -40,6 +40,7 @@ import numpy as np
 
 from stats.btd import Counts, fit_bt_plain, fit_btd
 from stats.rigging import VoteLog, raters_hold_out
+from stats.summaries import shared_ranks
 
 HOURS = 30 * 24
 NEW_RATERS_PER_NETWORK_HOUR = 20
@@ -104,13 +105,30 @@ def plain_skills(log: VoteLog, n_models: int) -> np.ndarray:
     return fit_bt_plain(_counts(log, n_models), n_models, tol=1e-9)
 
 
+def plain_board(log: VoteLog, n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    """The plain board's skills and their standard errors, from the inverse Fisher information of the
+    centred Bradley-Terry strengths (ties as half wins, as the fit counts them)."""
+    skills = plain_skills(log, n_models)
+    games = np.zeros((n_models, n_models))
+    np.add.at(games, (log.i, log.j), 1.0)
+    games += games.T
+    p = 1 / (1 + np.exp(skills[None, :] - skills[:, None]))
+    weight = games * p * (1 - p)
+    information = np.diag(weight.sum(axis=1)) - weight
+    return skills, np.sqrt(np.clip(np.diag(np.linalg.pinv(information)), 0, None))
+
+
 def populus_fit(log: VoteLog, n_models: int) -> tuple[np.ndarray, float]:
     fit = fit_btd(_counts(log, n_models), n_models=n_models, n_groups=0, with_groups=False)
     return fit.theta, fit.log_nu
 
 
-def rank_of(skills: np.ndarray, model: int) -> int:
-    return int((skills > skills[model]).sum()) + 1
+def rank_of(skills: np.ndarray, model: int, se: np.ndarray | None = None) -> int:
+    """The model's rank: by point estimate, or, given standard errors, the shared rank a board shows
+    (1 + the models whose 95% interval lies wholly above its own, ``stats.summaries.shared_ranks``)."""
+    if se is None:
+        return int((skills > skills[model]).sum()) + 1
+    return int(shared_ranks(skills - 1.96 * se, skills + 1.96 * se)[model])
 
 
 # --- Attacks -----------------------------------------------------------------------------------------
@@ -294,8 +312,10 @@ def _populus_board(
     )
     held = detection.held_out
     practice_vote = np.r_[honest_practice(honest, practice), campaign.practice[:votes]]
-    theta, _ = populus_fit(log.subset(~held[log.rater] & ~practice_vote), n_models)
-    return theta, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
+    counted = _counts(log.subset(~held[log.rater] & ~practice_vote), n_models)
+    fit = fit_btd(counted, n_models=n_models, n_groups=0, with_groups=False)
+    board = (fit.theta, fit.theta_se())
+    return board, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
 
 
 def _votes_needed(reaches, limit: int) -> int | None:
@@ -333,8 +353,10 @@ def run(
     seed: int = 0,
     limit_factor: int = 30,
     practice: int = PRACTICE_BATTLES,
+    shared: bool = True,
 ) -> dict:
-    """Per attack and goal: votes needed on each board, their ratio, and the raters held out."""
+    """Per attack and goal: votes needed on each board, their ratio, and the raters held out. Ranks are
+    the shared ranks each board shows (``shared``), else the order of the point estimates."""
     started = time.perf_counter()
     if quick:
         n_models, n_votes = 20, 20_000
@@ -342,29 +364,34 @@ def run(
     clean_plain = plain_skills(honest.log, n_models)
     order = np.argsort(-clean_plain)
     target = int(order[n_models // 2])
-    start_rank = rank_of(clean_plain, target)
-    goals = {"one_rank": start_rank - 1, "top_3": 3}
-    clean_detection = raters_hold_out(
-        honest.log,
-        fit=lambda kept: populus_fit(kept, n_models),
-        n_raters=honest.n_raters,
-        network=honest.network,
-        arrival=honest.arrival,
+
+    def rank(board: tuple[np.ndarray, np.ndarray]) -> int:
+        return rank_of(board[0], target, board[1] if shared else None)
+
+    no_campaign = Campaign(*(np.zeros(0, dtype=dtype) for dtype in (np.intp, np.intp, bool)))
+    empty = Assigned(VoteLog([], [], [], []), np.zeros(0, dtype=bool))
+    clean_populus, _, _, honest_held_clean = _populus_board(
+        honest, empty, no_campaign, 0, networks=1, practice=practice
     )
+    start = {"plain": rank(plain_board(honest.log, n_models)), "populus": rank(clean_populus)}
+    point_rank = rank_of(clean_plain, target)
     results: dict = {
         "models": n_models,
         "honest_votes": n_votes,
         "honest_raters": honest.n_raters,
-        "target_rank": start_rank,
+        "rank_rule": "shared rank (95% intervals)" if shared else "point estimate",
+        "target_rank_plain": start["plain"],
+        "target_rank_populus": start["populus"],
         "practice_battles": practice,
         "honest_votes_in_practice": float(honest_practice(honest, practice).mean()),
-        "honest_held_out_without_attack": float(clean_detection.held_out.mean()),
+        "honest_held_out_without_attack": float(honest_held_clean),
     }
     attacks = dict(list(ATTACKS.items())[::2]) if quick else ATTACKS
-    ratios, caught, honest_shares = [], [], [float(clean_detection.held_out.mean())]
+    ratios, caught, honest_shares = [], [], [float(honest_held_clean)]
     for name, (kind, accuracy, networks, sizes) in attacks.items():
-        for goal, wanted in goals.items():
-            above = order[: start_rank - 1]
+        for goal in ("one_rank", "top_3"):
+            wanted = {board: first - 1 if goal == "one_rank" else 3 for board, first in start.items()}
+            above = order[: point_rank - 1]
             rivals = above[::-1][:3] if goal == "one_rank" else above[::-1]
             limit = 2_000 if quick else 200_000
             stream = attack_stream(
@@ -388,7 +415,7 @@ def run(
             )
 
             def plain_reaches(votes: int, stream=stream, wanted=wanted) -> bool:
-                return rank_of(plain_skills(_plain_log(honest, stream, votes), n_models), target) <= wanted
+                return rank(plain_board(_plain_log(honest, stream, votes), n_models)) <= wanted["plain"]
 
             plain_cost = _votes_needed(plain_reaches, limit)
             row = {"plain_votes": plain_cost}
@@ -400,10 +427,10 @@ def run(
                 def populus_reaches(
                     votes: int, campaign=campaign, assigned=assigned, wanted=wanted, networks=networks
                 ) -> bool:
-                    theta, *_ = _populus_board(
+                    board, *_ = _populus_board(
                         honest, assigned, campaign, votes, networks=networks, practice=practice
                     )
-                    return rank_of(theta, target) <= wanted
+                    return rank(board) <= wanted["populus"]
 
                 cost = _votes_needed(populus_reaches, min(cap, len(campaign.battle)))
                 if cost is not None and (best is None or cost < best[0]):

@@ -4,10 +4,14 @@ import itertools
 import random
 
 import pytest
+from django.db import connection
+from django.db.models import Count, Max, Min
+from django.test.utils import CaptureQueriesContext
 
 from leaderboard import personal
+from leaderboard.battle_styles import battle_styles_ensure
 from leaderboard.models import BattleStyle, FitScore, FitSnapshot
-from leaderboard.services import battle_styles_ensure, fits_publish
+from leaderboard.services import _published_choices, _summed_per_rater_and_pair, fits_publish
 from raters.models import Group
 from tests.conftest import admitted_rater
 from tests.leaderboard.test_fits import AGES, ETHNICITIES, POLITICS, cast
@@ -194,3 +198,25 @@ def test_the_profile_board_api_takes_the_style_view(client, styled_sample, style
     score = {name: next(e["score"] for e in board["entries"] if e["slug"] == favourite)
              for name, board in (("voted", as_voted), ("controlled", controlled))}  # fmt: skip
     assert score["controlled"] < score["voted"]
+
+
+def test_it_reads_each_dimensions_votes_once_for_the_default_and_the_style_fit(styled_sample, tournament):
+    with CaptureQueriesContext(connection) as queries:
+        fits_publish(tournament_id=tournament.pk)
+    for dimension in tournament.dimensions.all():
+        reads = [
+            q["sql"]
+            for q in queries.captured_queries
+            if f'"tournaments_votechoice"."dimension_id" = {dimension.pk}' in q["sql"]
+            and not q["sql"].startswith('SELECT 1 AS "a"')  # whether there is anything to fit
+        ]
+        assert len(reads) == 1, reads
+
+
+def test_it_sums_single_votes_as_the_database_counts_them(styled_sample, tournament):
+    choices = _published_choices(tournament.dimensions.get(slug="overall"))
+    columns = ("vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome")
+    counted = choices.values_list(*columns).annotate(n=Count("pk"), first=Min("vote_id"), last=Max("vote_id"))
+    summed = _summed_per_rater_and_pair(list(choices.values_list(*columns, "vote_id", "vote__battle_id")))
+    assert sorted(summed) == sorted(counted.order_by())
+    assert max(row[4] for row in summed) > 1  # some rater met the same pair with the same verdict twice

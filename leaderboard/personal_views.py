@@ -62,7 +62,8 @@ def personal(request):
         response = render(request, "leaderboard/personal_results.html", context)
         if quiz:
             # A new profile moves the visitor's own board too (it starts from the profile's board).
-            response.content += render_to_string("leaderboard/personal_quiz_oob.html", context, request)
+            quiz_html = render_to_string("leaderboard/personal_quiz_oob.html", context, request)
+            response.content += quiz_html.encode(response.charset)
     elif request.htmx and request.htmx.target == QUIZ_TARGET:
         response = render(request, "leaderboard/personal_quiz.html", context)
     else:

@@ -161,3 +161,13 @@ def test_it_fits_the_personal_model_when_the_fits_are_published_not_on_a_page_re
     assert quiz._population_key(quizzed) != key
     assert cache.get(quiz._population_key(quizzed)).taste_scale != -1.0
     assert quiz.quiz_data(tournament=quizzed).population.taste_scale != -1.0
+
+
+def test_a_new_board_brings_the_quiz_back_with_it(client, quizzed):
+    # The form's htmx request swaps the results; the quiz (which starts from the profile's board) comes
+    # along out of band.
+    response = client.get(URL, {"w-overall": "10"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="personal-results")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="personal-quiz" hx-swap-oob="innerHTML"' in html
+    assert "Sharpen it with your own judgments" in html

@@ -48,6 +48,7 @@ def personal(request):
             encoded=request.GET.get("quiz", ""),
             item=request.GET.get("item"),
             answer=request.GET.get("answer"),
+            style_controlled=board.style_controlled,
         )
     query = f"{board.query}&quiz={quiz.encoded}" if quiz and quiz.encoded else board.query
     context = {

@@ -2,13 +2,15 @@
 
 import itertools
 import random
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Max, Min
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard import personal
+from leaderboard import personal, quiz
 from leaderboard.battle_styles import battle_styles_ensure
 from leaderboard.models import BattleStyle, FitScore, FitSnapshot
 from leaderboard.services import _published_choices, _summed_per_rater_and_pair, fits_publish
@@ -220,3 +222,37 @@ def test_it_sums_single_votes_as_the_database_counts_them(styled_sample, tournam
     summed = _summed_per_rater_and_pair(list(choices.values_list(*columns, "vote_id", "vote__battle_id")))
     assert sorted(summed) == sorted(counted.order_by())
     assert max(row[4] for row in summed) > 1  # some rater met the same pair with the same verdict twice
+
+
+# --- The quiz from the style-controlled model -------------------------------------------------------------
+
+
+def test_the_quiz_follows_the_style_switch_and_reads_answers_net_of_style(
+    client, styled_sample, styled_fitted, tournament
+):
+    # Publishing fitted the quiz's model with style held equal beside the one as voted.
+    assert cache.get(quiz._population_key(tournament, style_controlled=True)).n_features > 0
+    query = {"tournament": tournament.slug, "w-overall": "10", "style": "controlled"}
+    page = client.get(PERSONAL_URL, query)
+    controlled = page.context["quiz"]
+    assert controlled.style_controlled and not controlled.problems
+    html = page.content.decode()
+    assert 'data-testid="quiz-style-note"' in html
+    assert '<input type="hidden" name="style" value="controlled">' in html  # an answer keeps the view
+    item = controlled.shown
+    assert item.item.features  # the battle's style, for reading the answer
+    answered = client.get(
+        PERSONAL_URL,
+        {**query, "item": item.item.code, "answer": item.left_outcome},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="personal-quiz",
+    )
+    assert parse_qs(urlsplit(answered["HX-Push-Url"]).query)["style"] == ["controlled"]
+    assert answered.context["quiz"].style_controlled and answered.context["quiz"].answered == 1
+    as_voted = client.get(PERSONAL_URL, {k: v for k, v in query.items() if k != "style"}).context["quiz"]
+    assert not as_voted.style_controlled and not as_voted.shown.item.features
+    # The own board starts from the profile's board with style held equal: model 0's long formatted
+    # replies no longer lift it.
+    favourite = styled_sample[0].slug
+    score = {q: next(row.score for row in q.rows if row.slug == favourite) for q in (controlled, as_voted)}
+    assert score[controlled] < score[as_voted]

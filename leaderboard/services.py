@@ -24,6 +24,7 @@ from leaderboard.models import (
 from leaderboard.quiz import DIMENSION as QUIZ_DIMENSION
 from leaderboard.quiz import quiz_population_publish
 from raters.models import Group, Rater
+from raters.selectors import published_rater_q
 from stats import poststrat, rigging
 from stats.arena_scale import ArenaRatings, arena_ratings
 from stats.btd import Counts, Fit, fit_btd
@@ -269,9 +270,10 @@ def fits_publish(
 
 
 def _published_choices(dimension: Dimension):
-    """Counted choices of raters the rigging check has not held out: what published boards are fitted on."""
+    """Counted choices of raters the rigging check has not held out (and, where the study counts only
+    reconciled raters, whom the panel approved): what published boards are fitted on."""
     return VoteChoice.objects.counted().filter(
-        dimension=dimension, vote__battle__rater__held_out_at__isnull=True
+        published_rater_q("vote__battle__rater__"), dimension=dimension
     )
 
 

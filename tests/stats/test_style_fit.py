@@ -1,5 +1,7 @@
 """The Bradley-Terry-Davidson fit with style covariates (stats.btd with Counts.features). No database."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -147,3 +149,15 @@ def test_its_preconditioned_conjugate_gradients_solve_a_newton_system_in_a_few_s
     )
     assert products <= 20  # 10 of 97 unknowns, where unpreconditioned conjugate gradients take 88
     assert np.allclose(step, np.linalg.solve(hessian, rhs), rtol=1e-7, atol=1e-10)
+
+
+def test_its_preconditioner_drops_the_style_coupling_where_its_schur_complement_is_not_positive():
+    # Two models that met each other only (a graph Laplacian, so the block-diagonal part halves the
+    # curvature of their difference) and one style coefficient strongly tied to that difference: the
+    # Hessian is positive definite, its block-diagonal Schur complement is not.
+    hessian = np.array([[1.01, -1.0, 1.0], [-1.0, 1.01, -1.0], [1.0, -1.0, 1.5]])
+    preconditioner = _BlockPreconditioner(hessian, SimpleNamespace(n_models=2, blocks=1))
+    assert preconditioner.coupling is None
+    rhs = np.array([1.0, -1.0, 0.5])  # no part along the skills' common shift, as in a fit
+    step, _ = _conjugate_gradients(hessian, rhs, preconditioner, 1e-12)
+    assert np.allclose(step, np.linalg.solve(hessian, rhs))

@@ -48,6 +48,12 @@ def battle_styles_ensure(*, battle_ids: Sequence[int]) -> dict[int, tuple[SideSt
     return {b: stored[b] for b in battle_ids}
 
 
+def replies_stored(*, tournament) -> bool:
+    """Whether any battle of the tournament has replies: one with none at all (an imported battle log)
+    has no style to control for, and its battles need no style derived."""
+    return Reply.objects.filter(turn__battle__tournament=tournament).exists()
+
+
 def battle_covariates(*, battle_ids: Sequence[int]) -> tuple[np.ndarray, tuple[str, ...], np.ndarray]:
     """The style covariates of these battles for a fit, one row per id (an id may repeat), the features
     kept and their scales: ``stats.style.style_matrix`` of the battles' A-minus-B differences."""

@@ -31,7 +31,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max
 from scipy import stats as scipy_stats
 
-from leaderboard.battle_styles import battle_covariates
+from leaderboard.battle_styles import battle_covariates, replies_stored
 from leaderboard.boards import publishable_group_ids
 from leaderboard.exports import exported_votes, keyed_digest
 from leaderboard.models import FitSnapshot
@@ -136,7 +136,7 @@ def _quiz_data_built(tournament: Tournament, style_controlled: bool) -> _QuizDat
     choices = _counted_choices(tournament)
     if not choices:
         return None
-    features = _style_covariates(choices) if style_controlled else None
+    features = _style_covariates(tournament, choices) if style_controlled else None
     if style_controlled and features is None:
         return None
     row_of = {c[0]: k for k, c in enumerate(choices)}  # one overall verdict per battle
@@ -189,14 +189,17 @@ def quiz_population_publish(*, tournament: Tournament) -> Population | None:
     choices = _counted_choices(tournament)
     if not choices:
         return None
-    features = _style_covariates(choices)
+    features = _style_covariates(tournament, choices)
     if features is not None:
         _population_fitted(tournament, choices, features)
     return _population_fitted(tournament, choices)
 
 
-def _style_covariates(choices) -> np.ndarray | None:
-    """Each choice's battle's style covariates, a row per choice; None where no style feature varies."""
+def _style_covariates(tournament: Tournament, choices) -> np.ndarray | None:
+    """Each choice's battle's style covariates, a row per choice; None where no style feature varies
+    (or no battle has replies, as in an imported log: nothing is derived then)."""
+    if not replies_stored(tournament=tournament):
+        return None
     features, names, _ = battle_covariates(battle_ids=[c[0] for c in choices])
     return features if names else None
 

@@ -11,7 +11,7 @@ from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from config.bulk import pg_copy
-from leaderboard.battle_styles import battle_covariates
+from leaderboard.battle_styles import battle_covariates, replies_stored
 from leaderboard.boards import board_cache_bump, min_group_raters
 from leaderboard.models import (
     AppliedVote,
@@ -38,7 +38,7 @@ from stats.posterior import (
 )
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
-from tournaments.models import Dimension, LLMModel, Outcome, Reply, Tournament, Vote, VoteChoice
+from tournaments.models import Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -280,8 +280,7 @@ def _published_choices(dimension: Dimension):
 def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     choices = _published_choices(dimension)
     columns = ("vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome")
-    # A tournament with no replies at all (an imported battle log) has no style to control for.
-    styled = Reply.objects.filter(turn__battle__tournament=tournament).exists()
+    styled = replies_stored(tournament=tournament)
     if styled:
         # The style fit needs every vote with its battle; the counts below are summed from those same
         # rows, so the votes are read once.

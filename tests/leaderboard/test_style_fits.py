@@ -117,6 +117,8 @@ def test_it_publishes_no_style_boards_when_no_reply_differs_in_style(study, grou
     overall = FitSnapshot.objects.get(dimension__slug="overall")
     assert overall.style == {}
     assert not FitScore.objects.filter(snapshot=overall, style_controlled=True).exists()
+    # With no replies at all (as in an imported log) no battle's style is derived, for the fits or the quiz.
+    assert not BattleStyle.objects.exists()
 
 
 # --- The personal board from the style-controlled fits ------------------------------------------------

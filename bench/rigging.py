@@ -10,18 +10,25 @@ shared as they are in life (most raters alone, 30% behind shared networks of up 
 
 The attacks (Min et al., ICML 2025), each with an identifier that names a model correctly with a stated
 accuracy (a wrong guess names another model at random):
-- ``target_only``: vote for the target whenever the identifier sees it; skip every other battle.
+- ``target_only``: vote for the target whenever the identifier sees it.
 - ``omnipresent``: in every battle, vote for the target, or against a rival (the models just above the
-  target, or every model above it for the top-3 goal); skip battles where neither is seen.
+  target, or every model above it for the top-3 goal).
 - ``sybil``: the omnipresent strategy carried out by a crowd of small raters spread over 50 networks.
 
 On the plain board a skipped battle costs nothing (Arena lets anyone open battles without voting). On
-Populus the matchmaker assigns each battle and a rater cannot skip one; the attacker is allowed the
-cheapest way round, abandoning the rater and entering as a new one, which costs no vote but is bounded
-by the cap on new raters per network per hour (reported as hours). Each attacking identity casts
-``per_rater`` useful votes; on Populus the attacker tries several sizes and the cheapest is reported.
-Populus's board: the detector of ``stats.rigging`` holds raters out, then a Bradley-Terry-Davidson fit
-(``stats.btd.fit_btd``) on the votes left. Rank is the order of the point estimates on both boards.
+Populus the matchmaker assigns each battle and a rater cannot skip one: the next battle waits until the
+current one is voted. The attacker's way round is to leave and enter as a new rater, bounded by the cap on
+new raters per network per hour (reported as hours). With no practice battles that costs no vote, so the
+attacker skips as freely as on Arena. With practice battles (each open-link rater's first
+``PRACTICE_BATTLES``, voted but never counted; the site's default is one), every new rater first pays its
+practice votes, then either leaves at once if its first counted battle is of no use, or votes its next
+``per_rater`` battles whatever they are, casting an honest-looking vote (drawn from the true skills) in
+those it cannot use. Costs count every vote the attacker casts, practice and cover votes included. On
+Populus the attacker tries several ``per_rater`` sizes and the cheapest is reported; ``run(practice=0)``
+measures the board without practice battles. Populus's board: the detector of ``stats.rigging`` holds
+raters out (it sees every vote, practice ones included), then a Bradley-Terry-Davidson fit
+(``stats.btd.fit_btd``) on the counted votes of the raters left. Rank is the order of the point estimates
+on both boards.
 """
 
 from __future__ import annotations
@@ -33,9 +40,11 @@ import numpy as np
 
 from stats.btd import Counts, fit_bt_plain, fit_btd
 from stats.rigging import VoteLog, raters_hold_out
+from stats.summaries import shared_ranks
 
 HOURS = 30 * 24
 NEW_RATERS_PER_NETWORK_HOUR = 20
+PRACTICE_BATTLES = 1
 
 
 @dataclass
@@ -96,13 +105,30 @@ def plain_skills(log: VoteLog, n_models: int) -> np.ndarray:
     return fit_bt_plain(_counts(log, n_models), n_models, tol=1e-9)
 
 
+def plain_board(log: VoteLog, n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    """The plain board's skills and their standard errors, from the inverse Fisher information of the
+    centred Bradley-Terry strengths (ties as half wins, as the fit counts them)."""
+    skills = plain_skills(log, n_models)
+    games = np.zeros((n_models, n_models))
+    np.add.at(games, (log.i, log.j), 1.0)
+    games += games.T
+    p = 1 / (1 + np.exp(skills[None, :] - skills[:, None]))
+    weight = games * p * (1 - p)
+    information = np.diag(weight.sum(axis=1)) - weight
+    return skills, np.sqrt(np.clip(np.diag(np.linalg.pinv(information)), 0, None))
+
+
 def populus_fit(log: VoteLog, n_models: int) -> tuple[np.ndarray, float]:
     fit = fit_btd(_counts(log, n_models), n_models=n_models, n_groups=0, with_groups=False)
     return fit.theta, fit.log_nu
 
 
-def rank_of(skills: np.ndarray, model: int) -> int:
-    return int((skills > skills[model]).sum()) + 1
+def rank_of(skills: np.ndarray, model: int, se: np.ndarray | None = None) -> int:
+    """The model's rank: by point estimate, or, given standard errors, the shared rank a board shows
+    (1 + the models whose 95% interval lies wholly above its own, ``stats.summaries.shared_ranks``)."""
+    if se is None:
+        return int((skills > skills[model]).sum()) + 1
+    return int(shared_ranks(skills - 1.96 * se, skills + 1.96 * se)[model])
 
 
 # --- Attacks -----------------------------------------------------------------------------------------
@@ -114,39 +140,47 @@ def _identify(rng, truth: np.ndarray, accuracy: float, n_models: int) -> np.ndar
     return np.where(wrong, other, truth)
 
 
+def _attack_votes(kind, target, rival_rank, seen_i, seen_j):
+    """The attacker's vote in battles whose models the identifier saw as ``seen_i``, ``seen_j``, and
+    whether the battle is of use to the attack at all."""
+    if kind == "target_only":
+        return np.where(seen_i == target, 1.0, 0.0), (seen_i == target) | (seen_j == target)
+    r_i, r_j = rival_rank[seen_i], rival_rank[seen_j]
+    t_i, t_j = seen_i == target, seen_j == target
+    # The target wins when seen; otherwise the nearer rival loses (a rival beats a non-rival).
+    score = np.where(
+        t_i,
+        1.0,
+        np.where(
+            t_j,
+            0.0,
+            np.where((r_i >= 0) & (r_j >= 0), (r_i > r_j).astype(float), np.where(r_i >= 0, 0.0, 1.0)),
+        ),
+    )
+    return score, t_i | t_j | (r_i >= 0) | (r_j >= 0)
+
+
+def _rival_rank(rivals: np.ndarray, n_models: int) -> np.ndarray:
+    rank = np.full(n_models, -1)
+    rank[rivals] = np.arange(len(rivals))
+    return rank
+
+
 def attack_stream(
     kind: str, *, target: int, rivals: np.ndarray, accuracy: float, n_models: int, length: int, seed: int
 ) -> VoteLog:
     """``length`` attacking votes (rater ids left at 0), drawn from battles as they come, skipped ones
-    dropped. ``rivals`` are ranked by how much they stand in the way (closest above first)."""
+    dropped: the plain board's attacker, who opens battles until one is of use. ``rivals`` are ranked by
+    how much they stand in the way (closest above first)."""
     rng = np.random.default_rng(seed)
     i_parts, j_parts, s_parts, have = [], [], [], 0
-    rival_rank = np.full(n_models, -1)
-    rival_rank[rivals] = np.arange(len(rivals))
+    rival_rank = _rival_rank(rivals, n_models)
     while have < length:
         batch = max(4 * length, 10_000)
         i = rng.integers(0, n_models, batch)
         j = (i + rng.integers(1, n_models, batch)) % n_models
         seen_i, seen_j = _identify(rng, i, accuracy, n_models), _identify(rng, j, accuracy, n_models)
-        if kind == "target_only":
-            use = (seen_i == target) | (seen_j == target)
-            score = np.where(seen_i == target, 1.0, 0.0)
-        else:
-            r_i, r_j = rival_rank[seen_i], rival_rank[seen_j]
-            t_i, t_j = seen_i == target, seen_j == target
-            # The target wins when seen; otherwise the nearer rival loses (a rival beats a non-rival).
-            score = np.where(
-                t_i,
-                1.0,
-                np.where(
-                    t_j,
-                    0.0,
-                    np.where(
-                        (r_i >= 0) & (r_j >= 0), (r_i > r_j).astype(float), np.where(r_i >= 0, 0.0, 1.0)
-                    ),
-                ),
-            )
-            use = t_i | t_j | (r_i >= 0) | (r_j >= 0)
+        score, use = _attack_votes(kind, target, rival_rank, seen_i, seen_j)
         i_parts.append(i[use])
         j_parts.append(j[use])
         s_parts.append(score[use])
@@ -155,30 +189,120 @@ def attack_stream(
     return VoteLog(np.zeros(length, dtype=np.intp), i, j, s)
 
 
-def _with_attack(honest: Honest, attack: VoteLog, votes: int, *, per_rater: int, networks: int):
-    """Honest log plus the first ``votes`` attacking votes, ``per_rater`` to a new rater, the raters
-    spread over ``networks`` networks and arriving as fast as the cap on new raters allows."""
-    n_attackers = -(-votes // per_rater) if votes else 0
-    rater = honest.n_raters + np.arange(votes) // per_rater
-    log = VoteLog(
+@dataclass
+class Assigned:
+    """Battles in the order the matchmaker hands them to the attacker, none skipped: the attacking vote
+    where the battle is of use, elsewhere a vote as an honest rater would cast it (the attacker's best
+    cover), and which battles were of use."""
+
+    log: VoteLog
+    useful: np.ndarray
+
+
+def assigned_stream(
+    kind: str,
+    *,
+    target: int,
+    rivals: np.ndarray,
+    accuracy: float,
+    theta: np.ndarray,
+    length: int,
+    seed: int,
+    log_nu: float = -1.6,
+) -> Assigned:
+    rng = np.random.default_rng(seed)
+    n_models = len(theta)
+    i = rng.integers(0, n_models, length)
+    j = (i + rng.integers(1, n_models, length)) % n_models
+    seen_i, seen_j = _identify(rng, i, accuracy, n_models), _identify(rng, j, accuracy, n_models)
+    score, useful = _attack_votes(kind, target, _rival_rank(rivals, n_models), seen_i, seen_j)
+    cover = _davidson_scores(rng, theta[i] - theta[j], log_nu)
+    return Assigned(VoteLog(np.zeros(length, dtype=np.intp), i, j, np.where(useful, score, cover)), useful)
+
+
+def _plain_log(honest: Honest, attack: VoteLog, votes: int) -> VoteLog:
+    """Honest log plus the first ``votes`` attacking votes, as the plain board counts them."""
+    rater = honest.n_raters + np.arange(votes)
+    return VoteLog(
         np.r_[honest.log.rater, rater],
         np.r_[honest.log.i, attack.i[:votes]],
         np.r_[honest.log.j, attack.j[:votes]],
         np.r_[honest.log.score, attack.score[:votes]],
+    )
+
+
+@dataclass
+class Campaign:
+    """An attacker's votes on Populus in the order they are cast: which assigned battle each is, the
+    attacking rater who casts it, and whether it is a practice vote (never counted on published boards)."""
+
+    battle: np.ndarray
+    rater: np.ndarray
+    practice: np.ndarray
+
+
+def campaign_on_populus(assigned: Assigned, *, per_rater: int, practice: int) -> Campaign:
+    """Raters enter one after another. Each votes its ``practice`` battles (it cannot skip one: a rater's
+    next battle waits until the current one is voted), then leaves without voting if the next battle is of
+    no use to the attack, else votes its next ``per_rater`` battles, whatever they are. Leaving is the
+    attacker's cheapest way round a battle it cannot skip; with no practice battles it costs nothing."""
+    useful = assigned.useful
+    battles, raters, practices = [], [], []
+    cursor = 0
+    while cursor + practice < len(useful):
+        first_counted = cursor + practice
+        if not useful[first_counted]:
+            if practice:
+                # Leaves after the practice votes, without voting the battle of no use.
+                battles.append(np.arange(cursor, first_counted))
+                practices.append(np.ones(practice, dtype=bool))
+                raters.append(np.full(practice, len(raters)))
+                cursor = first_counted + 1
+            else:
+                # A rater with no practice to sit through leaves at once, for free.
+                ahead = np.flatnonzero(useful[cursor:])
+                if not len(ahead):
+                    break
+                cursor += int(ahead[0])
+            continue
+        counted = np.arange(first_counted, min(first_counted + per_rater, len(useful)))
+        battles.append(np.r_[np.arange(cursor, first_counted), counted])
+        practices.append(np.arange(len(battles[-1])) < practice)
+        raters.append(np.full(len(battles[-1]), len(raters)))
+        cursor = int(counted[-1]) + 1
+    return Campaign(np.concatenate(battles), np.concatenate(raters), np.concatenate(practices))
+
+
+def honest_practice(honest: Honest, practice: int) -> np.ndarray:
+    """Which honest votes are their rater's practice votes (each rater's first ``practice``)."""
+    rater = honest.log.rater
+    first = np.r_[0, np.flatnonzero(np.diff(rater)) + 1]
+    position = np.arange(len(rater)) - np.repeat(first, np.diff(np.r_[first, len(rater)]))
+    return position < practice
+
+
+def _populus_board(
+    honest: Honest, assigned: Assigned, campaign: Campaign, votes: int, *, networks: int, practice: int
+):
+    """Populus's published board after the first ``votes`` votes of the campaign: the rigging check
+    sees every vote, practice ones included; the fit counts the rest of the raters it does not hold out."""
+    n_models = len(honest.theta)
+    battle, attacker = campaign.battle[:votes], campaign.rater[:votes]
+    n_attackers = int(attacker.max()) + 1 if votes else 0
+    rater = honest.n_raters + attacker
+    attack = assigned.log
+    log = VoteLog(
+        np.r_[honest.log.rater, rater],
+        np.r_[honest.log.i, attack.i[battle]],
+        np.r_[honest.log.j, attack.j[battle]],
+        np.r_[honest.log.score, attack.score[battle]],
     )
     index = np.arange(n_attackers)
     network = np.r_[honest.network, -1 - index % networks]
     per_hour = NEW_RATERS_PER_NETWORK_HOUR * networks
     start = HOURS / 2 * 3600.0
     arrival = np.r_[honest.arrival, start + 3600.0 * index / per_hour]
-    return log, network, arrival, honest.n_raters + n_attackers, n_attackers
-
-
-def _populus_board(honest: Honest, attack: VoteLog, votes: int, *, per_rater: int, networks: int):
-    n_models = len(honest.theta)
-    log, network, arrival, n_raters, n_attackers = _with_attack(
-        honest, attack, votes, per_rater=per_rater, networks=networks
-    )
+    n_raters = honest.n_raters + n_attackers
     detection = raters_hold_out(
         log,
         fit=lambda kept: populus_fit(kept, n_models),
@@ -186,9 +310,12 @@ def _populus_board(honest: Honest, attack: VoteLog, votes: int, *, per_rater: in
         network=network,
         arrival=arrival,
     )
-    theta, _ = populus_fit(log.subset(~detection.held_out[log.rater]), n_models)
     held = detection.held_out
-    return theta, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
+    practice_vote = np.r_[honest_practice(honest, practice), campaign.practice[:votes]]
+    counted = _counts(log.subset(~held[log.rater] & ~practice_vote), n_models)
+    fit = fit_btd(counted, n_models=n_models, n_groups=0, with_groups=False)
+    board = (fit.theta, fit.theta_se())
+    return board, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
 
 
 def _votes_needed(reaches, limit: int) -> int | None:
@@ -219,9 +346,17 @@ ATTACKS = {
 
 
 def run(
-    *, quick: bool = False, n_models: int = 60, n_votes: int = 200_000, seed: int = 0, limit_factor: int = 30
+    *,
+    quick: bool = False,
+    n_models: int = 60,
+    n_votes: int = 200_000,
+    seed: int = 0,
+    limit_factor: int = 30,
+    practice: int = PRACTICE_BATTLES,
+    shared: bool = True,
 ) -> dict:
-    """Per attack and goal: votes needed on each board, their ratio, and the raters held out."""
+    """Per attack and goal: votes needed on each board, their ratio, and the raters held out. Ranks are
+    the shared ranks each board shows (``shared``), else the order of the point estimates."""
     started = time.perf_counter()
     if quick:
         n_models, n_votes = 20, 20_000
@@ -229,27 +364,34 @@ def run(
     clean_plain = plain_skills(honest.log, n_models)
     order = np.argsort(-clean_plain)
     target = int(order[n_models // 2])
-    start_rank = rank_of(clean_plain, target)
-    goals = {"one_rank": start_rank - 1, "top_3": 3}
-    clean_detection = raters_hold_out(
-        honest.log,
-        fit=lambda kept: populus_fit(kept, n_models),
-        n_raters=honest.n_raters,
-        network=honest.network,
-        arrival=honest.arrival,
+
+    def rank(board: tuple[np.ndarray, np.ndarray]) -> int:
+        return rank_of(board[0], target, board[1] if shared else None)
+
+    no_campaign = Campaign(*(np.zeros(0, dtype=dtype) for dtype in (np.intp, np.intp, bool)))
+    empty = Assigned(VoteLog([], [], [], []), np.zeros(0, dtype=bool))
+    clean_populus, _, _, honest_held_clean = _populus_board(
+        honest, empty, no_campaign, 0, networks=1, practice=practice
     )
+    start = {"plain": rank(plain_board(honest.log, n_models)), "populus": rank(clean_populus)}
+    point_rank = rank_of(clean_plain, target)
     results: dict = {
         "models": n_models,
         "honest_votes": n_votes,
         "honest_raters": honest.n_raters,
-        "target_rank": start_rank,
-        "honest_held_out_without_attack": float(clean_detection.held_out.mean()),
+        "rank_rule": "shared rank (95% intervals)" if shared else "point estimate",
+        "target_rank_plain": start["plain"],
+        "target_rank_populus": start["populus"],
+        "practice_battles": practice,
+        "honest_votes_in_practice": float(honest_practice(honest, practice).mean()),
+        "honest_held_out_without_attack": float(honest_held_clean),
     }
     attacks = dict(list(ATTACKS.items())[::2]) if quick else ATTACKS
-    ratios, caught, honest_shares = [], [], [float(clean_detection.held_out.mean())]
+    ratios, caught, honest_shares = [], [], [float(honest_held_clean)]
     for name, (kind, accuracy, networks, sizes) in attacks.items():
-        for goal, wanted in goals.items():
-            above = order[: start_rank - 1]
+        for goal in ("one_rank", "top_3"):
+            wanted = {board: first - 1 if goal == "one_rank" else 3 for board, first in start.items()}
+            above = order[: point_rank - 1]
             rivals = above[::-1][:3] if goal == "one_rank" else above[::-1]
             limit = 2_000 if quick else 200_000
             stream = attack_stream(
@@ -261,34 +403,47 @@ def run(
                 length=limit,
                 seed=seed + 1,
             )
+            # Battles as Populus assigns them; a campaign with no practice to sit through skips most.
+            assigned = assigned_stream(
+                kind,
+                target=target,
+                rivals=rivals,
+                accuracy=accuracy,
+                theta=honest.theta,
+                length=limit * (4 if practice else 40),
+                seed=seed + 2,
+            )
 
             def plain_reaches(votes: int, stream=stream, wanted=wanted) -> bool:
-                log, *_ = _with_attack(honest, stream, votes, per_rater=1, networks=1)
-                return rank_of(plain_skills(log, n_models), target) <= wanted
+                return rank(plain_board(_plain_log(honest, stream, votes), n_models)) <= wanted["plain"]
 
             plain_cost = _votes_needed(plain_reaches, limit)
             row = {"plain_votes": plain_cost}
             best = None
             cap = min(limit, limit_factor * (plain_cost or limit))
             for per_rater in sizes:
+                campaign = campaign_on_populus(assigned, per_rater=per_rater, practice=practice)
 
                 def populus_reaches(
-                    votes: int, per_rater=per_rater, stream=stream, wanted=wanted, networks=networks
+                    votes: int, campaign=campaign, assigned=assigned, wanted=wanted, networks=networks
                 ) -> bool:
-                    theta, *_ = _populus_board(honest, stream, votes, per_rater=per_rater, networks=networks)
-                    return rank_of(theta, target) <= wanted
+                    board, *_ = _populus_board(
+                        honest, assigned, campaign, votes, networks=networks, practice=practice
+                    )
+                    return rank(board) <= wanted["populus"]
 
-                cost = _votes_needed(populus_reaches, cap)
+                cost = _votes_needed(populus_reaches, min(cap, len(campaign.battle)))
                 if cost is not None and (best is None or cost < best[0]):
-                    best = (cost, per_rater)
+                    best = (cost, per_rater, campaign)
             if best is None:
-                row.update(populus_votes=None, populus_votes_at_least=cap)
-                effective, per_rater = cap, sizes[0]
+                campaign = campaign_on_populus(assigned, per_rater=sizes[0], practice=practice)
+                effective = min(cap, len(campaign.battle))
+                row.update(populus_votes=None, populus_votes_at_least=effective)
             else:
-                effective, per_rater = best
+                effective, per_rater, campaign = best
                 row.update(populus_votes=effective, populus_per_rater=per_rater)
             _, held_attackers, n_attackers, honest_held = _populus_board(
-                honest, stream, effective, per_rater=per_rater, networks=networks
+                honest, assigned, campaign, effective, networks=networks, practice=practice
             )
             ratio = effective / plain_cost if plain_cost else None
             row.update(

@@ -48,6 +48,7 @@ def personal(request):
             encoded=request.GET.get("quiz", ""),
             item=request.GET.get("item"),
             answer=request.GET.get("answer"),
+            style_controlled=board.style_controlled,
         )
     query = f"{board.query}&quiz={quiz.encoded}" if quiz and quiz.encoded else board.query
     context = {
@@ -62,7 +63,8 @@ def personal(request):
         response = render(request, "leaderboard/personal_results.html", context)
         if quiz:
             # A new profile moves the visitor's own board too (it starts from the profile's board).
-            response.content += render_to_string("leaderboard/personal_quiz_oob.html", context, request)
+            quiz_html = render_to_string("leaderboard/personal_quiz_oob.html", context, request)
+            response.content += quiz_html.encode(response.charset)
     elif request.htmx and request.htmx.target == QUIZ_TARGET:
         response = render(request, "leaderboard/personal_quiz.html", context)
     else:

@@ -13,6 +13,10 @@ The visitor judges real battles (a prompt and the two replies, anonymous, in ran
   `quiz_population_publish`) and kept in the shared cache under that overall fit, so no page request
   pays the seconds it takes. The items are read per state of the counted overall votes (their count and
   latest id), so a battle flagged, excluded or erased since the fit leaves the quiz at once.
+* Style control, as on the personal board (its `style=controlled` switch): a second model is fitted
+  with each battle's reply style as covariates (`Population.fit(features=...)`), so its boards hold
+  reply length and formatting equal and each answer is read net of its battle's style. Where no style
+  feature varies there is no such model, and the quiz says it uses the board as voted.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max
 from scipy import stats as scipy_stats
 
+from leaderboard.battle_styles import battle_covariates, replies_stored
 from leaderboard.boards import publishable_group_ids
 from leaderboard.exports import exported_votes, keyed_digest
 from leaderboard.models import FitSnapshot
@@ -41,6 +46,10 @@ MAX_ANSWERS = 40
 POPULATION_SECONDS = 7 * 24 * 3600  # a newer fit replaces it long before
 OUTCOME_CODES = {"a": "a", "b": "b", "t": "tie"}
 CODE_OF_OUTCOME = {v: k for k, v in OUTCOME_CODES.items()}
+NO_STYLE_MODEL = (
+    "These battles' replies do not differ in style, so there is no style-controlled quiz; "
+    "it uses the board as voted."
+)
 # Fits kept per process: one per tournament state, the newest few.
 _KEPT = 4
 _cache: dict[tuple, _QuizData] = {}
@@ -53,6 +62,9 @@ class Item:
     battle_id: int
     model_a: str  # slugs
     model_b: str
+    # The battle's style covariates (A minus B, scaled as the style-controlled model's fit); () in the
+    # quiz as voted.
+    features: tuple[float, ...] = ()
 
 
 @dataclass
@@ -95,22 +107,24 @@ class Quiz:
     moved: tuple[str, ...]  # sentences about how far the visitor is from the profile and pooled boards
     closest_group: str | None
     problems: tuple[str, ...]
+    style_controlled: bool = False  # the model holds reply style equal
 
     @property
     def progress(self) -> int:
         return min(self.answered, self.length)
 
 
-def quiz_data(*, tournament: Tournament) -> _QuizData | None:
-    """The fitted individual-level model and the items of this tournament (None: nothing to judge)."""
+def quiz_data(*, tournament: Tournament, style_controlled: bool = False) -> _QuizData | None:
+    """The fitted individual-level model and the items of this tournament, with the model that holds
+    reply style equal if `style_controlled` (None: nothing to judge, or no reply style that varies)."""
     votes = exported_votes(tournament=tournament)
     state = votes.aggregate(n=Count("pk"), last=Max("pk"))
     # A new fit (a new population) or a vote counted, flagged or erased since (new items) starts afresh.
-    key = (_population_key(tournament), state["n"], state["last"])
+    key = (_population_key(tournament, style_controlled=style_controlled), state["n"], state["last"])
     with _lock:
         if key in _cache:
             return _cache[key]
-    data = _quiz_data_built(tournament)
+    data = _quiz_data_built(tournament, style_controlled)
     with _lock:
         _cache[key] = data
         for old in list(_cache)[:-_KEPT]:
@@ -118,10 +132,14 @@ def quiz_data(*, tournament: Tournament) -> _QuizData | None:
     return data
 
 
-def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
+def _quiz_data_built(tournament: Tournament, style_controlled: bool) -> _QuizData | None:
     choices = _counted_choices(tournament)
     if not choices:
         return None
+    features = _style_covariates(tournament, choices) if style_controlled else None
+    if style_controlled and features is None:
+        return None
+    row_of = {c[0]: k for k, c in enumerate(choices)}  # one overall verdict per battle
     complete = _battles_with_complete_replies([c[0] for c in choices])
     items: dict[str, Item] = {}
     by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -130,11 +148,15 @@ def _quiz_data_built(tournament: Tournament) -> _QuizData | None:
     for battle in battles:
         code = item_code(battle)
         items[code] = Item(
-            code=code, battle_id=battle.pk, model_a=pairs[battle.pk][0], model_b=pairs[battle.pk][1]
+            code=code,
+            battle_id=battle.pk,
+            model_a=pairs[battle.pk][0],
+            model_b=pairs[battle.pk][1],
+            features=() if features is None else tuple(features[row_of[battle.pk]].tolist()),
         )
         by_pair[tuple(sorted(pairs[battle.pk]))].append(code)
     return _QuizData(
-        population=_population_published(tournament, choices),
+        population=_population_published(tournament, choices, features),
         items=items,
         items_by_pair={k: sorted(v) for k, v in by_pair.items()},
     )
@@ -160,24 +182,37 @@ def _counted_choices(tournament: Tournament) -> list[tuple[int, int, str, str, s
 
 
 def quiz_population_publish(*, tournament: Tournament) -> Population | None:
-    """Fit the individual-level model (seconds: the taste covariance's EM and cross-validation) and keep
-    it in the shared cache under the tournament's latest overall fit. `fits_publish` calls it, so no
-    page request pays for the fit. None: no counted overall vote."""
+    """Fit the individual-level model (seconds: the taste covariance's EM and cross-validation), and the
+    one that holds reply style equal where style varies, and keep them in the shared cache under the
+    tournament's latest overall fit. `fits_publish` calls it, so no page request pays for the fits.
+    Returns the model as voted; None: no counted overall vote."""
     choices = _counted_choices(tournament)
     if not choices:
         return None
+    features = _style_covariates(tournament, choices)
+    if features is not None:
+        _population_fitted(tournament, choices, features)
     return _population_fitted(tournament, choices)
 
 
-def _population_published(tournament: Tournament, choices) -> Population:
-    kept = cache.get(_population_key(tournament))
+def _style_covariates(tournament: Tournament, choices) -> np.ndarray | None:
+    """Each choice's battle's style covariates, a row per choice; None where no style feature varies
+    (or no battle has replies, as in an imported log: nothing is derived then)."""
+    if not replies_stored(tournament=tournament):
+        return None
+    features, names, _ = battle_covariates(battle_ids=[c[0] for c in choices])
+    return features if names else None
+
+
+def _population_published(tournament: Tournament, choices, features: np.ndarray | None = None) -> Population:
+    kept = cache.get(_population_key(tournament, style_controlled=features is not None))
     if kept is not None:
         return kept
     # Nothing kept for this fit (votes before the first fit, or the cache was emptied): fit it once here.
-    return _population_fitted(tournament, choices)
+    return _population_fitted(tournament, choices, features)
 
 
-def _population_fitted(tournament: Tournament, choices) -> Population:
+def _population_fitted(tournament: Tournament, choices, features: np.ndarray | None = None) -> Population:
     publishable = publishable_group_ids(tournament=tournament)
     slugs = dict(Group.objects.filter(pk__in=publishable).values_list("pk", "slug"))
     groups = defaultdict(list)
@@ -187,21 +222,24 @@ def _population_fitted(tournament: Tournament, choices) -> Population:
         groups[rater_id].append(slugs[group_id])
     population = Population.fit(
         ((rater, a, b, outcome, tuple(groups[rater])) for _, rater, a, b, outcome in choices),
+        features=features,
         seed=tournament.pk,
     )
-    cache.set(_population_key(tournament), population, timeout=POPULATION_SECONDS)
+    key = _population_key(tournament, style_controlled=features is not None)
+    cache.set(key, population, timeout=POPULATION_SECONDS)
     return population
 
 
-def _population_key(tournament: Tournament) -> str:
-    """The shared cache key of the population: one per published overall fit of the tournament."""
+def _population_key(tournament: Tournament, *, style_controlled: bool = False) -> str:
+    """The shared cache key of the population: one per published overall fit of the tournament, and
+    view (as voted, or with reply style held equal)."""
     latest = (
         FitSnapshot.objects.filter(tournament=tournament, dimension__slug=DIMENSION)
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)
         .first()
     )
-    return f"populus:quiz-population:{tournament.pk}:{latest}"
+    return f"populus:quiz-population:{tournament.pk}:{latest}" + (":style" if style_controlled else "")
 
 
 def item_code(battle: Battle) -> str:
@@ -273,11 +311,22 @@ def quiz_answers_parsed(*, encoded: str, data: _QuizData) -> tuple[list[tuple[st
 
 
 def quiz_build(
-    *, tournament: Tournament, groups: tuple[str, ...], encoded: str, item: str | None, answer: str | None
+    *,
+    tournament: Tournament,
+    groups: tuple[str, ...],
+    encoded: str,
+    item: str | None,
+    answer: str | None,
+    style_controlled: bool = False,
 ) -> Quiz | None:
     """The quiz for this visitor: their answers so far (plus the one just given), the next item, and
-    their own board."""
-    data = quiz_data(tournament=tournament)
+    their own board; from the model that holds reply style equal with `style_controlled` (the personal
+    board's switch), or as voted, with a note, where there is none."""
+    data = quiz_data(tournament=tournament, style_controlled=style_controlled)
+    unstyled = []
+    if data is None and style_controlled:
+        data, style_controlled = quiz_data(tournament=tournament), False
+        unstyled = [NO_STYLE_MODEL]
     if data is None or not data.items:
         return None
     answers, problems = quiz_answers_parsed(encoded=encoded, data=data)
@@ -285,7 +334,8 @@ def quiz_build(
         answers = [*answers, (item, OUTCOME_CODES[answer])][:MAX_ANSWERS]
     person = data.population.person(groups)
     for code, outcome in answers:
-        person.observe(data.items[code].model_a, data.items[code].model_b, outcome)
+        answered = data.items[code]
+        person.observe(answered.model_a, answered.model_b, outcome, features=answered.features or None)
     encoded = ".".join(code + CODE_OF_OUTCOME[outcome] for code, outcome in answers)
     shown = _next_item(data, person, {code for code, _ in answers}, encoded)
     names = dict(LLMModel.objects.filter(slug__in=data.population.models).values_list("slug", "name"))
@@ -297,7 +347,8 @@ def quiz_build(
         rows=_own_rows(data.population, person, names),
         moved=_moved(data.population, person, names) if answers else (),
         closest_group=_closest_group(data.population, person) if answers else None,
-        problems=tuple(problems),
+        problems=(*unstyled, *problems),
+        style_controlled=style_controlled,
     )
 
 

@@ -13,10 +13,10 @@ from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from config.bulk import pg_can_skip_triggers, pg_copy, pg_triggers_skipped
+from leaderboard.battle_styles import battle_covariates, replies_stored
 from leaderboard.boards import board_cache_bump, min_group_raters
 from leaderboard.models import (
     AppliedVote,
-    BattleStyle,
     FitBoardCounts,
     FitPosterior,
     FitScore,
@@ -26,6 +26,7 @@ from leaderboard.models import (
 from leaderboard.quiz import DIMENSION as QUIZ_DIMENSION
 from leaderboard.quiz import quiz_population_publish
 from raters.models import Group, Rater
+from raters.selectors import published_rater_q
 from stats import poststrat, rigging
 from stats.arena_scale import ArenaRatings, arena_ratings
 from stats.btd import Counts, Fit, fit_btd
@@ -37,10 +38,9 @@ from stats.posterior import (
     fit_restored,
     skill_and_score_draws,
 )
-from stats.style import SideStyle, battle_style, side_style, style_matrix
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
-from tournaments.models import Battle, Dimension, LLMModel, Outcome, Reply, Tournament, Vote, VoteChoice
+from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
 
 logger = logging.getLogger(__name__)
 
@@ -311,23 +311,31 @@ def fits_publish(
 
 
 def _published_choices(dimension: Dimension):
-    """Counted choices of raters the rigging check has not held out: what published boards are fitted on."""
+    """Counted choices of raters the rigging check has not held out (and, where the study counts only
+    reconciled raters, whom the panel approved), outside practice battles: what published boards are
+    fitted on."""
     return VoteChoice.objects.counted().filter(
-        dimension=dimension, vote__battle__rater__held_out_at__isnull=True
+        published_rater_q("vote__battle__rater__"), dimension=dimension, vote__battle__practice=False
     )
 
 
 def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     choices = _published_choices(dimension)
-    # Counted in the database per (rater, ordered pair, outcome): a few thousand rows where the log has
-    # millions, which is what keeps a fit of a whole Arena log to seconds and a few hundred megabytes.
-    rows = list(
-        choices.values_list(
-            "vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome"
+    columns = ("vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome")
+    styled = replies_stored(tournament=tournament)
+    if styled:
+        # The style fit needs every vote with its battle; the counts below are summed from those same
+        # rows, so the votes are read once.
+        votes = list(choices.values_list(*columns, "vote_id", "vote__battle_id"))
+        rows = _summed_per_rater_and_pair(votes)
+    else:
+        # Counted in the database per (rater, ordered pair, outcome): a few thousand rows where the log
+        # has millions, which is what keeps a fit of a whole Arena log to seconds and a few hundred MB.
+        rows = list(
+            choices.values_list(*columns)
+            .annotate(n=Count("pk"), first=Min("vote_id"), last=Max("vote_id"))
+            .order_by()
         )
-        .annotate(n=Count("pk"), first=Min("vote_id"), last=Max("vote_id"))
-        .order_by()
-    )
     model_ids = sorted(
         set(tournament.llm_models.values_list("pk", flat=True)) | {r[1] for r in rows} | {r[2] for r in rows}
     )
@@ -355,8 +363,10 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         group_prior_sd=FIT_GROUP_PRIOR_SD,
         with_groups=bool(group_ids),
     )
-    style_fit, style = _style_fit(
-        tournament, choices, cell_of=cell_of, model_index=model_index, group_ids=group_ids, start=fit
+    style_fit, style = (
+        _style_fit(votes, cell_of=cell_of, model_index=model_index, group_ids=group_ids, start=fit)
+        if styled
+        else (None, {})
     )
     population, method = _pooled_population(groups_of, group_index)
     # One transaction: readers see a snapshot with all its boards and its posterior, or not at all.
@@ -415,6 +425,18 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
     return snapshot
 
 
+def _summed_per_rater_and_pair(votes) -> list[tuple]:
+    """The counting query's rows (rater, model A, model B, outcome, votes, first vote, last vote) summed
+    from single votes (rater, model A, model B, outcome, vote, battle)."""
+    summed: dict[tuple, list[int]] = {}
+    for rater_id, model_a, model_b, outcome, vote_id, _battle_id in votes:
+        entry = summed.setdefault((rater_id, model_a, model_b, outcome), [0, vote_id, vote_id])
+        entry[0] += 1
+        entry[1] = min(entry[1], vote_id)
+        entry[2] = max(entry[2], vote_id)
+    return [(*key, n, first, last) for key, (n, first, last) in summed.items()]
+
+
 def _board_counts(rows, groups_of: dict[int, list[int]]) -> dict[int | None, tuple[int, list[list[int]]]]:
     """Each board's distinct raters and pair results (see FitBoardCounts), from the fit's rows counted per
     (rater, ordered pair, outcome): the pooled board (None) and every group with raters."""
@@ -465,78 +487,24 @@ def _fit_scores(
 
 # --- Style control ------------------------------------------------------------------------------------
 
-STYLE_CHUNK = 2000
 Z_95 = 1.959963984540054
 
 
-def battle_styles_ensure(*, battle_ids: Sequence[int]) -> dict[int, tuple[SideStyle, SideStyle]]:
-    """Each battle's style counts per side (A, B), derived from its replies (with whether each was cut off
-    at its length limit) the first time they are needed, and stored (BattleStyle)."""
-    wanted = set(battle_ids)
-    stored = {
-        row.battle_id: (SideStyle(**row.side_a), SideStyle(**row.side_b))
-        for row in BattleStyle.objects.filter(battle_id__in=wanted)
-    }
-    missing = sorted(wanted - set(stored))
-    for start in range(0, len(missing), STYLE_CHUNK):
-        chunk = missing[start : start + STYLE_CHUNK]
-        texts: dict[tuple[int, str], list[str]] = defaultdict(list)
-        cut: dict[tuple[int, str], list[bool]] = defaultdict(list)
-        for battle_id, side, content, cut_off in (
-            Reply.objects.filter(turn__battle_id__in=chunk)
-            .order_by("turn__index")
-            .values_list("turn__battle_id", "side", "content", "cut_off")
-        ):
-            texts[(battle_id, side)].append(content)
-            cut[(battle_id, side)].append(cut_off)
-        derived = {
-            battle_id: tuple(
-                side_style(texts[(battle_id, side)], cut[(battle_id, side)]) for side in ("a", "b")
-            )
-            for battle_id in chunk
-        }
-        BattleStyle.objects.bulk_create(
-            [BattleStyle(battle_id=b, side_a=vars(a), side_b=vars(bb)) for b, (a, bb) in derived.items()],
-            ignore_conflicts=True,
-        )
-        stored.update(derived)
-    return {b: stored[b] for b in battle_ids}
-
-
-def _style_fit(
-    tournament: Tournament, choices, *, cell_of, model_index, group_ids: Sequence[int], start: Fit
-):
-    """The fit with style covariates on the same votes, one row per battle, and its coefficients for the
-    snapshot; (None, {}) when no style feature varies (every battle alike, too few battles, or a
-    tournament with no replies at all, such as an imported battle log). It starts from `start`, the
-    default fit of the same votes, which is nearer its mode than zero (the mode is the same either way)."""
-    if not Reply.objects.filter(turn__battle__tournament=tournament).exists():
-        return None, {}
-    rows = list(
-        choices.values_list(
-            "vote__battle__rater_id",
-            "vote__battle__model_a_id",
-            "vote__battle__model_b_id",
-            "outcome",
-            "vote__battle_id",
-        )
-    )
-    votes = [
-        (
-            cell_of(rater_id),
-            model_index[model_a],
-            model_index[model_b],
-            {"a": "i", "b": "j"}.get(outcome, "tie"),
-        )
-        for rater_id, model_a, model_b, outcome, _battle_id in rows
-    ]
-    battle_ids = [row[4] for row in rows]
-    n_models = len(model_index)
-    styles = battle_styles_ensure(battle_ids=battle_ids)
-    features, names, scales = style_matrix([battle_style(*styles[b]) for b in battle_ids])
+def _style_fit(votes, *, cell_of, model_index, group_ids: Sequence[int], start: Fit):
+    """The fit with style covariates on the same votes (rater, model A, model B, outcome, vote, battle),
+    one row per battle, and its coefficients for the snapshot; (None, {}) when no style feature varies
+    (every battle alike, or too few battles). It starts from `start`, the default fit of the same votes,
+    which is nearer its mode than zero (the mode is the same either way)."""
+    features, names, scales = battle_covariates(battle_ids=[row[5] for row in votes])
     if not names:
         return None, {}
-    counts = Counts.from_votes(votes, n_models, aggregate=False)
+    n_models = len(model_index)
+    side = {"a": "i", "b": "j"}
+    counts = Counts.from_votes(
+        [(cell_of(r), model_index[a], model_index[b], side.get(o, "tie")) for r, a, b, o, *_ in votes],
+        n_models,
+        aggregate=False,
+    )
     fit = fit_btd(
         Counts(cells=counts.cells, rows=counts.rows, features=features),
         n_models=n_models,

@@ -3,6 +3,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from config.celery_app import enqueue_on_commit
 from raters.models import (
     ApiClient,
     AuditEntry,
@@ -54,14 +55,27 @@ class StudyAdmin(admin.ModelAdmin):
     filter_horizontal = ["countries"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "tournament", "is_open", "allows_open_entry", "countries"]}),
-        ("Panel", {"fields": ["panel", "external_study_id", "return_url"]}),
+        ("Panel", {"fields": ["panel", "external_study_id", "return_url", "count_only_reconciled"]}),
         ("Codes", {"fields": ["completion_code", "screen_out_code", "quota_full_code"]}),
         ("Session", {"fields": ["battles_per_session", "abandon_after_minutes"]}),
         (
             "Sybil friction (entries without a panel id)",
-            {"fields": ["new_raters_per_network_hour", "honeypot"]},
+            {
+                "fields": [
+                    "new_raters_per_network_hour",
+                    "honeypot",
+                    "proof_of_effort_bits",
+                    "practice_battles",
+                ]
+            },
         ),
     ]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change and "count_only_reconciled" in form.changed_data:
+            # Which raters count on the published boards changed: refit them now, not at the next hour.
+            enqueue_on_commit("leaderboard.tasks.publish_fits_for", obj.tournament_id)
 
     @admin.display(description="Quotas")
     def dashboard(self, study):
@@ -92,6 +106,7 @@ class RaterAdmin(admin.ModelAdmin):
         "status",
         "admitted_at",
         "completed_at",
+        "reconciled_at",
         "created_at",
     ]
     filter_horizontal = ["groups"]

@@ -1,7 +1,7 @@
 import uuid
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -123,6 +123,27 @@ class Study(models.Model):
         default=True,
         help_text="The consent form carries a field people never see; an entry that fills it is refused.",
     )
+    proof_of_effort_bits = models.PositiveSmallIntegerField(
+        default=13,
+        validators=[MaxValueValidator(24)],
+        help_text="Entries without a panel id: the consent page's browser must find a SHA-256 hash with "
+        "this many leading zero bits before it may submit (each bit doubles the work; 13 takes Chromium "
+        "about 0.1 s on a desktop, about 0.3 s with the CPU slowed 4x as a phone's). 0: off. The page "
+        "then needs JavaScript.",
+    )
+    practice_battles = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="Entries without a panel id: each rater's first this many battles are practice, voted as "
+        "usual and kept, but never counted on published boards. A battle cannot be skipped, so a crowd of "
+        "new raters pays for every battle it cannot use instead of only the ones it can. 0: none.",
+    )
+    # Panel reconciliation: staff upload the panel's export of approved submissions (raters.services.
+    # panel_export_reconcile), which stamps the matching raters' reconciled_at.
+    count_only_reconciled = models.BooleanField(
+        default=False,
+        help_text="Published boards count only the votes of raters the panel approved (reconciled from the "
+        "panel's export on the study's staff page). Raters without a panel id never count then.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -192,6 +213,8 @@ class Rater(models.Model):
     held_out_at = models.DateTimeField(null=True, blank=True, editable=False)
     held_out_reason = models.CharField(max_length=300, blank=True, editable=False)
     restored_by = models.CharField(max_length=150, blank=True, editable=False)
+    # When the panel's export of approved submissions first listed this participant.
+    reconciled_at = models.DateTimeField(null=True, blank=True, editable=False)
     status = models.CharField(max_length=15, choices=Status.choices, default=Status.CONSENTED)
     consented_at = models.DateTimeField()
     country = models.ForeignKey(Country, on_delete=models.PROTECT, null=True, blank=True, related_name="+")

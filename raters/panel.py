@@ -4,10 +4,11 @@ Plain Python, no Django. Each panel names its URL parameters its own way: Prolif
 `STUDY_ID` and `SESSION_ID` (24-character hex ids); the generic format is `pid`, `study` and `session`.
 """
 
+import csv
 import hashlib
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -119,3 +120,83 @@ def participant_keys(key: str, *, normalised: str, as_typed: str) -> Participant
     current = keyed_hash(key, normalised)
     legacy = keyed_hash(key, as_typed) if as_typed and as_typed != normalised else None
     return ParticipantKeys(current=current, legacy=legacy)
+
+
+# Reading a panel's export of submissions (Prolific's "Download demographic data" CSV, or any CSV with a
+# participant id column and a status column), for reconciliation: only approved submissions count.
+PARTICIPANT_COLUMNS = ("participant id", "participant_id", "prolific_pid")
+STATUS_COLUMN = "status"
+APPROVED = "approved"
+# How many bad lines a summary names; the rest are counted.
+BAD_LINES_SHOWN = 10
+
+
+class InvalidPanelExport(ValueError):
+    """The upload is not a panel export this code can read. The message is safe to show to staff."""
+
+
+@dataclass(frozen=True)
+class PanelExport:
+    """What an export says: the approved participant ids (as the file spells them, one per participant
+    after normalising), the lines whose row could not be read, and how many rows were not approved."""
+
+    approved: list[str]
+    bad_lines: list[int]
+    bad_line_count: int
+    not_approved: int
+
+
+def panel_export_read(lines: Iterable[str], *, panel: str = "prolific") -> PanelExport:
+    """Read an export line by line (never all at once), raising `InvalidPanelExport` when it is not a CSV
+    with a participant id column and a status column. An approved row without a valid id is a bad line."""
+    panel_format = PANEL_FORMATS[panel]
+    reader = csv.reader(lines)
+    try:
+        header = next(reader, None)
+        if not header:
+            raise InvalidPanelExport("The file is empty: upload the panel's CSV export of submissions.")
+        names = [name.strip().lstrip("\ufeff").casefold() for name in header]
+        accepted = (*PARTICIPANT_COLUMNS, panel_format.participant_param.casefold())
+        participant = next((names.index(name) for name in accepted if name in names), None)
+        if participant is None:
+            shown = ", ".join(f'"{name.strip()[:40]}"' for name in header[:8])
+            raise InvalidPanelExport(
+                "This file has no participant id column. A panel's CSV export of submissions has one named "
+                f'"Participant id" (or "participant_id", "PROLIFIC_PID"); the first line here reads: {shown}.'
+            )
+        if STATUS_COLUMN not in names:
+            raise InvalidPanelExport(
+                'This file has no "Status" column, so approved submissions cannot be told from others: '
+                "export the submissions with their status."
+            )
+        status = names.index(STATUS_COLUMN)
+        seen, approved, bad_lines, bad_count, not_approved = set(), [], [], 0, 0
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) <= max(participant, status):
+                row_status, value = "", ""
+            else:
+                row_status, value = row[status].strip().casefold(), row[participant].strip()
+            if row_status and row_status != APPROVED:
+                not_approved += 1
+                continue
+            if not row_status or not panel_format.id_pattern.fullmatch(value):
+                bad_count += 1
+                if len(bad_lines) < BAD_LINES_SHOWN:
+                    bad_lines.append(reader.line_num)
+                continue
+            normalised = panel_format.normalised(value)
+            if normalised not in seen:
+                seen.add(normalised)
+                approved.append(value)
+    except UnicodeDecodeError:
+        raise InvalidPanelExport(
+            f"Line {reader.line_num + 1} is not text (UTF-8): this does not look like a CSV file. Upload the "
+            "CSV the panel exports, not a spreadsheet or another file."
+        ) from None
+    except csv.Error as exc:
+        raise InvalidPanelExport(f"Line {reader.line_num} cannot be read as CSV ({exc}).") from None
+    return PanelExport(
+        approved=approved, bad_lines=bad_lines, bad_line_count=bad_count, not_approved=not_approved
+    )

@@ -229,3 +229,12 @@ def _qc_error_rate(rule: str, label: str, measured: dict) -> QcErrorRate:
         caught_lower_pct=100 * caught["wilson95"][0],
         caught_source=measured["bad_source"],
     )
+
+
+def published_rater_q(prefix: str = "") -> Q:
+    """Raters whose votes count on published boards, as a condition on the rater at `prefix` (e.g.
+    "vote__battle__rater__"): not held out by the rigging check, and, where their study counts only
+    reconciled raters, listed as approved in the panel's export (raters.services.panel_export_reconcile)."""
+    return Q(**{f"{prefix}held_out_at__isnull": True}) & (
+        Q(**{f"{prefix}study__count_only_reconciled": False}) | Q(**{f"{prefix}reconciled_at__isnull": False})
+    )

@@ -3,7 +3,7 @@ import logging
 import math
 import secrets
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -29,12 +29,15 @@ from raters.models import (
 )
 from raters.panel import (
     PANEL_FORMATS,
+    InvalidPanelExport,
     InvalidPanelLink,
     ParticipantKeys,
     keyed_hash,
+    panel_export_read,
     parse_panel_ids,
     participant_keys,
 )
+from raters.proof import Proof, proof_verify
 from raters.selectors import rater_for_participant
 from raters.signals import rater_erasing
 from stats.census import PRESETS, independent_cells, largest_remainder
@@ -89,6 +92,7 @@ def rater_create(
     api_client: ApiClient | None = None,
     network_fingerprint: str = "",
     honeypot: str = "",
+    proof: Proof | None = None,
 ) -> Rater:
     """Record a consenting rater, from the website or from `api_client`. A participant who already has a
     rater in this study gets that one back. Website entries without a panel id pass the study's sybil
@@ -110,7 +114,9 @@ def rater_create(
     try:
         with transaction.atomic():
             if open_entry:
-                rater_entry_check(study=study, network_fingerprint=network_fingerprint, honeypot=honeypot)
+                rater_entry_check(
+                    study=study, network_fingerprint=network_fingerprint, honeypot=honeypot, proof=proof
+                )
             return Rater.objects.create(
                 **fields,
                 source=Rater.Source.OPEN if entry.participant_hash is None else Rater.Source.PANEL,
@@ -127,9 +133,13 @@ def rater_create(
 NETWORK_WINDOW = timedelta(hours=1)
 
 
-def rater_entry_check(*, study: Study, network_fingerprint: str, honeypot: str = "") -> None:
-    """Refuse an entry without a panel id that filled the consent form's hidden field, or that would be
-    more than the study's `new_raters_per_network_hour` new raters from one network in the last hour.
+def rater_entry_check(
+    *, study: Study, network_fingerprint: str, honeypot: str = "", proof: Proof | None = None
+) -> None:
+    """Refuse an entry without a panel id that filled the consent form's hidden field, that does not carry
+    the study's proof of effort (raters.proof; `proof` None: made by the site itself, not a request), or
+    that would be more than the study's `new_raters_per_network_hour` new raters from one network in the
+    last hour.
 
     Runs inside the creating transaction with the study row locked, so concurrent entries from one
     network are counted one after another and the cap is exact.
@@ -139,6 +149,8 @@ def rater_entry_check(*, study: Study, network_fingerprint: str, honeypot: str =
             "This form was filled in automatically, so it was not accepted. If you are a person, please "
             "reload the page and try again."
         )
+    if proof is not None:
+        proof_verify(proof=proof, study_id=study.pk, bits=study.proof_of_effort_bits)
     cap = study.new_raters_per_network_hour
     if cap is None or not network_fingerprint:
         # No fingerprint: made by the site itself (demo seed, tests), never by a request.
@@ -562,3 +574,78 @@ def rater_restore(*, rater: Rater, staff: str) -> bool:
         logger.info("rater %s restored to published boards by %s", rater.public_id, staff)
         enqueue_on_commit("leaderboard.tasks.publish_fits_for", rater.study.tournament_id)
     return bool(restored)
+
+
+@dataclass(frozen=True)
+class ReconcileSummary:
+    """What one upload of a panel export did: counts only, never an id (it goes to the audit trail)."""
+
+    reconciled: int
+    unmatched: int
+    already: int
+    not_approved: int
+    bad_line_count: int
+    bad_lines: tuple[int, ...] = ()
+
+    def as_audit(self) -> dict[str, int]:
+        return {
+            "reconciled": self.reconciled,
+            "unmatched": self.unmatched,
+            "already_reconciled": self.already,
+            "not_approved": self.not_approved,
+            "bad_lines": self.bad_line_count,
+        }
+
+
+# Participants looked up per query: keeps the IN list of hashes short on an export of many thousands.
+RECONCILE_BATCH = 1000
+
+
+def panel_export_reconcile(*, study: Study, lines: Iterable[str]) -> ReconcileSummary:
+    """Stamp `reconciled_at` on the study's raters whom the panel's export (read line by line) lists as
+    approved. Participants are matched by the keyed hash their links are stored under, so no raw id is kept.
+    Uploading the same export again changes nothing. Where the study counts only reconciled raters, the
+    boards are refitted after commit."""
+    try:
+        export = panel_export_read(lines, panel=study.panel)
+    except InvalidPanelExport as exc:
+        raise InvalidInput(str(exc)) from None
+    key, panel_format = settings.PANEL_ID_HMAC_KEY, PANEL_FORMATS[study.panel]
+    reconciled = unmatched = already = 0
+    now = timezone.now()
+    with transaction.atomic():
+        for start in range(0, len(export.approved), RECONCILE_BATCH):
+            keys = [
+                participant_keys(key, normalised=panel_format.normalised(value), as_typed=value)
+                for value in export.approved[start : start + RECONCILE_BATCH]
+            ]
+            stamped = dict(
+                Rater.objects.filter(
+                    study=study, participant_hash__in=[h for k in keys for h in k.all]
+                ).values_list("participant_hash", "reconciled_at")
+            )
+            to_stamp = []
+            for participant in keys:
+                found = [h for h in participant.all if h in stamped]
+                if not found:
+                    unmatched += 1
+                elif any(stamped[h] is not None for h in found):
+                    already += 1
+                else:
+                    to_stamp.extend(found)
+            done = Rater.objects.filter(
+                study=study, participant_hash__in=to_stamp, reconciled_at__isnull=True
+            ).update(reconciled_at=now)
+            # A concurrent upload may have stamped some of them first.
+            reconciled += done
+            already += len(to_stamp) - done
+        if reconciled and study.count_only_reconciled:
+            enqueue_on_commit("leaderboard.tasks.publish_fits_for", study.tournament_id)
+    return ReconcileSummary(
+        reconciled=reconciled,
+        unmatched=unmatched,
+        already=already,
+        not_approved=export.not_approved,
+        bad_line_count=export.bad_line_count,
+        bad_lines=tuple(export.bad_lines),
+    )

@@ -4,8 +4,10 @@ Each page needs its own permission (raters.permissions), and each change is writ
 with who made it and the value before and after.
 """
 
+import codecs
 import csv
 
+from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
@@ -20,7 +22,12 @@ from raters.permissions import (
     staff_permission_required,
 )
 from raters.selectors import study_quota_rows, study_rater_counts
-from raters.services import quota_target_update, quotas_apply_census_preset
+from raters.services import (
+    ReconcileSummary,
+    panel_export_reconcile,
+    quota_target_update,
+    quotas_apply_census_preset,
+)
 from stats.census import PRESETS
 
 
@@ -132,4 +139,50 @@ def study_apply_preset(request, study_slug: str):
         before={"targets": before},
         after={"targets": _targets(study), "preset": request.POST.get("country", "")},
     )
+    return redirect("raters:staff_study", study_slug=study_slug)
+
+
+# A panel export has a row of a few hundred bytes per submission: this is far above any real study's.
+PANEL_EXPORT_MAX_BYTES = 50 * 1024 * 1024
+
+
+def _reconcile_message(summary: ReconcileSummary) -> str:
+    def n(count: int, one: str, many: str) -> str:
+        return f"{count} {one if count == 1 else many}"
+
+    message = (
+        f"Reconciled {n(summary.reconciled, 'rater', 'raters')}; "
+        f"{n(summary.unmatched, 'approved id matched no rater', 'approved ids matched no rater')}; "
+        f"{n(summary.already, 'was', 'were')} already reconciled. "
+        f"Rows not approved (skipped): {summary.not_approved}."
+    )
+    if summary.bad_line_count:
+        lines = ", ".join(str(line) for line in summary.bad_lines)
+        more = summary.bad_line_count - len(summary.bad_lines)
+        message += f" Rows without a valid participant id or status (skipped), by line: {lines}"
+        message += f" and {more} more." if more > 0 else "."
+    return message
+
+
+@staff_permission_required(MANAGE_STUDY)
+@require_http_methods(["POST"])
+def study_reconcile(request, study_slug: str):
+    """Upload of the panel's export of submissions: its approved participants are reconciled."""
+    study = get_object_or_404(Study, slug=study_slug)
+    upload = request.FILES.get("export")
+    if upload is None:
+        raise InvalidInput("Choose the panel's CSV export of submissions to upload.")
+    if upload.size > PANEL_EXPORT_MAX_BYTES:
+        raise InvalidInput(
+            f"This file is {upload.size // 1_000_000} MB; a panel's CSV export is far smaller "
+            f"(at most {PANEL_EXPORT_MAX_BYTES // 1_000_000} MB is taken)."
+        )
+    summary = panel_export_reconcile(study=study, lines=codecs.iterdecode(upload, "utf-8-sig"))
+    audit_record(
+        actor=_actor(request),
+        action="study_reconcile_panel",
+        target=_study_target(study),
+        after=summary.as_audit(),
+    )
+    messages.success(request, _reconcile_message(summary))
     return redirect("raters:staff_study", study_slug=study_slug)

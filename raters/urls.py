@@ -15,6 +15,11 @@ urlpatterns = [
     path("staff/studies/<slug:study_slug>/quotas.csv", staff_views.study_quotas_csv, name="staff_study_csv"),
     path("staff/studies/<slug:study_slug>/open/", staff_views.study_set_open, name="staff_study_open"),
     path(
+        "staff/studies/<slug:study_slug>/reconcile/",
+        staff_views.study_reconcile,
+        name="staff_study_reconcile",
+    ),
+    path(
         "staff/studies/<slug:study_slug>/preset/", staff_views.study_apply_preset, name="staff_study_preset"
     ),
     path(

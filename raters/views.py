@@ -7,6 +7,7 @@ from config.errors import InvalidInput
 from raters.decorators import rater_required
 from raters.models import Country, Rater, Study
 from raters.panel import InvalidPanelLink
+from raters.proof import Proof, ProofRefused, proof_challenge
 from raters.selectors import (
     ACTIVE_STATUSES,
     SESSION_LIMITED_KEY,
@@ -136,18 +137,38 @@ def consent(request):
     if pending is None:
         return redirect("raters:open")
     study = get_object_or_404(Study, pk=pending["study_id"])
+    entry = PendingEntry(**pending)
+    # Only entries without a panel id do the proof of effort (raters.proof).
+    bits = study.proof_of_effort_bits if entry.participant_hash is None else 0
+    refused = None
     if request.method == "POST":
         if request.POST.get("agree") != "yes":
             raise InvalidInput("Please tick the box to say you agree before continuing.")
-        rater = rater_create(
-            entry=PendingEntry(**pending),
-            network_fingerprint=network_fingerprint(request),
-            honeypot=request.POST.get(HONEYPOT_FIELD, ""),
+        proof = Proof(
+            challenge=request.POST.get("proof_challenge", ""), counter=request.POST.get("proof_counter", "")
         )
-        _start_session(request, rater=rater)
-        return redirect("raters:screener")
-    context = {"study": study, "tournament": study.tournament, "honeypot_field": HONEYPOT_FIELD}
-    return render(request, "raters/consent.html", context)
+        try:
+            rater = rater_create(
+                entry=entry,
+                network_fingerprint=network_fingerprint(request),
+                honeypot=request.POST.get(HONEYPOT_FIELD, ""),
+                proof=proof,
+            )
+        except ProofRefused as exc:
+            # The form again, with a fresh challenge the browser starts on at once: one more click retries.
+            refused = exc
+        else:
+            _start_session(request, rater=rater)
+            return redirect("raters:screener")
+    context = {
+        "study": study,
+        "tournament": study.tournament,
+        "honeypot_field": HONEYPOT_FIELD,
+        "proof_bits": bits,
+        "proof_challenge": proof_challenge(study_id=study.pk, bits=bits) if bits else "",
+        "refused": refused,
+    }
+    return render(request, "raters/consent.html", context, status=refused.status if refused else 200)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

@@ -34,9 +34,11 @@ Priors and identifiability
   the *centred* parameters, which is equivalent to a sum-to-zero constraint. ``Fit.covariance`` is the
   raw inverse Hessian; its variance along the common shifts (prior-only) is removed by centring draws.
 
-The fit is the posterior mode (MAP), by ``scipy.optimize.minimize`` (trust-region Newton-CG with the
-analytic gradient and Hessian, or L-BFGS-B with the gradient), and the Laplace approximation gives the
-posterior covariance: the inverse of the negative log-posterior Hessian at the mode.
+The fit is the posterior mode (MAP), by Newton's method with the analytic gradient and Hessian, each
+step solved by conjugate gradients preconditioned by the Hessian's per-model blocks and, exactly, its
+global parameters (``_newton_cg``; scipy's trust-region Newton-CG or L-BFGS-B on request), and the
+Laplace approximation gives the posterior covariance: the inverse of the negative log-posterior Hessian
+at the mode.
 
 Boards of a population (scores, intervals, ranks, P(best)) are drawn from this posterior in
 ``stats.posterior`` and summarised in ``stats.summaries``.
@@ -296,18 +298,21 @@ class _Problem:
     design: np.ndarray  # (cells, 1 + groups): column 0 all ones (theta), then group membership
     theta_precision: float
     group_precision: np.ndarray  # (n_groups,)
-    features: np.ndarray  # (rows, K) style covariates divided by style_scale; K = 0 without style
+    # (K, rows): style covariates divided by style_scale, one row per feature (so each feature's values
+    # are contiguous); K = 0 without style.
+    features: np.ndarray
     # Internally the style coefficients are multiplied by style_scale (and the features divided by it),
     # which puts their curvature on the scale of the skills': a feature touches every row, a model only
-    # about 2/n of them, and without this the conjugate-gradient Newton steps take several times as many
-    # iterations. Fit, its covariance and start vectors are always in the natural units.
+    # about 2/n of them, and without this scipy's unpreconditioned trust-ncg takes several times as many
+    # conjugate-gradient steps (the default solver's preconditioner does not care). Fit, its covariance
+    # and start vectors are always in the natural units.
     style_scale: float = 1.0
     # The last point whose row terms were computed, and those terms (see _row_terms).
     last_terms: tuple[np.ndarray, _RowTerms] | None = field(default=None, repr=False)
 
     @property
     def n_features(self) -> int:
-        return self.features.shape[1]
+        return self.features.shape[0]
 
     @property
     def blocks(self) -> int:
@@ -341,20 +346,6 @@ class _Problem:
     def table_j(self) -> np.ndarray:
         return self.cell * self.n_models + self.j
 
-    @cached_property
-    def pair_incidence(self) -> sparse.csc_matrix:
-        """(cells * models, rows): +1 at (cell, i) and -1 at (cell, j) of each row, so that one sparse
-        product scatters several per-row columns onto the skill table at once (what _scatter_pairs does
-        for one column)."""
-        rows = len(self.cell)
-        return sparse.csc_matrix(
-            (
-                np.r_[np.ones(rows), -np.ones(rows)],
-                (np.r_[self.table_i, self.table_j], np.tile(np.arange(rows), 2)),
-            ),
-            shape=(self.n_cells * self.n_models, rows),
-        )
-
     def cell_slices(self) -> Iterable[tuple[int, slice]]:
         """(cell, its rows) for every cell with rows; style rows are sorted by cell (see _problem)."""
         bounds = self.cell_bounds
@@ -364,6 +355,19 @@ class _Problem:
     @cached_property
     def total(self) -> np.ndarray:
         return self.wins_i + self.wins_j + self.ties
+
+    @cached_property
+    def ties_total(self) -> float:
+        return float(self.ties.sum())
+
+    @cached_property
+    def net_wins(self) -> np.ndarray:
+        return self.wins_i - self.wins_j
+
+    @cached_property
+    def pair_slot(self) -> np.ndarray:
+        """Each row's (cell, i, j) position in a flattened (cells, models, models) table."""
+        return self.table_i * self.n_models + self.j
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         n, groups = self.n_models, self.n_groups
@@ -423,14 +427,20 @@ def _problem(
         merged = Counts(cells=[()], rows=counts.rows * [0, 1, 1, 1, 1, 1], features=counts.features)
     if counts.features is None:
         merged = merged.aggregated(n_models)
-    keep = merged.rows[:, 3:].sum(axis=1) > 0
-    rows = merged.rows[keep]
-    features = np.zeros((len(rows), 0)) if merged.features is None else merged.features[keep]
+    kept = np.flatnonzero(merged.rows[:, 3] + merged.rows[:, 4] + merged.rows[:, 5] > 0)
     if merged.features is not None:
         # Sorted by cell, so each cell's rows are one slice (_cell_sums, _cell_outer); aggregated rows
-        # already are.
-        order = np.argsort(rows[:, 0], kind="stable")
-        rows, features = rows[order], features[order]
+        # already are. Cell numbers as 16-bit integers where they fit, which numpy sorts by radix.
+        cell_of_kept = merged.rows[kept, 0]
+        small = len(cells) <= np.iinfo(np.int16).max
+        kept = kept[np.argsort(cell_of_kept.astype(np.int16 if small else np.intp), kind="stable")]
+    # One gather each (np.take: faster than fancy indexing for a whole row).
+    rows = np.take(merged.rows, kept, axis=0)
+    if merged.features is None:
+        features = np.zeros((0, len(rows)))
+    else:
+        features = np.take(merged.features.T, kept, axis=1)
+        features /= _style_scale(n_models)
     wins_i, wins_j, ties = rows[:, 3].copy(), rows[:, 4].copy(), rows[:, 5].copy()
     if not tie_model:
         # Ties become half a win for each side, and nu is 0: plain Bradley-Terry.
@@ -451,7 +461,7 @@ def _problem(
         design=_design(cells, n_groups),
         theta_precision=0.0 if theta_prior_sd is None else theta_prior_sd**-2,
         group_precision=tau**-2.0,
-        features=features / _style_scale(n_models),
+        features=features,
         style_scale=_style_scale(n_models),
     )
 
@@ -473,12 +483,12 @@ def _style_units(problem: _Problem, x: np.ndarray, factor: float) -> np.ndarray:
 @dataclass(frozen=True)
 class _RowTerms:
     """Per row: half the skill gap a = d/2, log D' (D divided by e^{(s_i+s_j)/2}) and the outcome
-    probabilities; and log nu."""
+    probabilities as p_i + p_j, p_i - p_j and p_tie; and log nu."""
 
     half_gap: np.ndarray
     log_denominator: np.ndarray
-    p_i: np.ndarray
-    p_j: np.ndarray
+    p_sum: np.ndarray
+    p_diff: np.ndarray
     p_tie: np.ndarray
     log_nu: float
 
@@ -487,30 +497,45 @@ def _row_terms(problem: _Problem, x: np.ndarray) -> _RowTerms:
     """The per-row terms at x: most of the cost of an objective or a Hessian.
 
     The solver asks for the Hessian at the point whose objective it has just computed, so the last
-    point's terms are kept and reused."""
+    point's terms are kept and reused. The arithmetic is in place where it can be: with one row per
+    battle (style covariates) these are millions of rows, and every temporary array costs a pass."""
     if problem.last_terms is not None and np.array_equal(problem.last_terms[0], x):
         return problem.last_terms[1]
     theta, offsets, log_nu = problem.unpack(x)
-    table = problem.skill_table(theta, offsets).ravel()
-    half_gap = 0.5 * (table.take(problem.table_i) - table.take(problem.table_j))
+    half_table = 0.5 * problem.skill_table(theta, offsets).ravel()
+    half_gap = half_table.take(problem.table_i)
+    half_gap -= half_table.take(problem.table_j)
     if problem.n_features:
         design = problem.design[:, : problem.blocks]
-        cell_style = design @ problem.style_table(x)  # (cells, K): beta + the cell's gammas
+        half_style = 0.5 * (design @ problem.style_table(x))  # (cells, K): beta + the cell's gammas
         for c, rows in problem.cell_slices():
-            half_gap[rows] += 0.5 * (problem.features[rows] @ cell_style[c])
+            # einsum, not a matrix product: OpenBLAS spreads that one over threads, which on ~10^4 rows
+            # costs more than it gains (twice the time on a busy machine).
+            half_gap[rows] += np.einsum("kr,k->r", problem.features[:, rows], half_style[c])
     # D' = e^a + e^-a + nu, each term scaled by e^-top (top its largest exponent) so none overflows;
     # exp and log vectorise where np.logaddexp does not, and the scaled terms give the probabilities.
     # Without the tie model log nu is -inf and its term is 0.
-    magnitude = np.abs(half_gap)
-    top = np.maximum(magnitude, log_nu)
-    win_i, win_j, tie = np.exp(half_gap - top), np.exp(-half_gap - top), np.exp(log_nu - top)
-    scaled = win_i + win_j + tie
+    top = np.maximum(np.abs(half_gap), log_nu)
+    win_i = np.exp(np.subtract(half_gap, top))
+    win_j = np.negative(half_gap)
+    win_j -= top
+    np.exp(win_j, out=win_j)
+    tie = np.exp(np.subtract(log_nu, top))
+    wins = win_i + win_j
+    inverse = wins + tie
+    log_denominator = np.log(inverse)
+    log_denominator += top
+    np.reciprocal(inverse, out=inverse)
+    wins *= inverse
+    win_i -= win_j
+    win_i *= inverse
+    tie *= inverse
     terms = _RowTerms(
         half_gap=half_gap,
-        log_denominator=top + np.log(scaled),
-        p_i=win_i / scaled,
-        p_j=win_j / scaled,
-        p_tie=tie / scaled,
+        log_denominator=log_denominator,
+        p_sum=wins,
+        p_diff=win_i,
+        p_tie=tie,
         log_nu=log_nu,
     )
     problem.last_terms = (np.array(x, copy=True), terms)
@@ -543,29 +568,31 @@ def _cell_sums(problem: _Problem, values: np.ndarray) -> np.ndarray:
     """(cells, K): per cell, sum over rows of values * each feature."""
     sums = np.zeros((problem.n_cells, problem.n_features))
     for c, rows in problem.cell_slices():
-        sums[c] = values[rows] @ problem.features[rows]
+        sums[c] = problem.features[:, rows] @ values[rows]
     return sums
 
 
 def _cell_outer(problem: _Problem, weights: np.ndarray) -> np.ndarray:
     """(cells, K, K): per cell, sum over rows of weights * z z'."""
-    z = problem.features
     outer = np.zeros((problem.n_cells, problem.n_features, problem.n_features))
     for c, rows in problem.cell_slices():
-        outer[c] = z[rows].T @ (z[rows] * weights[rows, None])
+        z = problem.features[:, rows]
+        outer[c] = (z * weights[rows]) @ z.T
     return outer
 
 
 def _objective(x: np.ndarray, problem: _Problem) -> tuple[float, np.ndarray]:
     """Negative log posterior and its analytic gradient."""
     terms = _row_terms(problem, x)
-    total, p_i, p_j = problem.total, terms.p_i, terms.p_j
-    tie_term = problem.ties * terms.log_nu if problem.tie_model else 0.0
-    log_lik = (problem.wins_i - problem.wins_j) * terms.half_gap + tie_term - total * terms.log_denominator
+    total = problem.total
+    tie_term = problem.ties_total * terms.log_nu if problem.tie_model else 0.0
+    log_lik = problem.net_wins @ terms.half_gap + tie_term - total @ terms.log_denominator
     prior, grad = _prior_terms(problem, x)
-    value = float(prior) - float(np.sum(log_lik))
+    value = float(prior) - float(log_lik)
     # d(-log lik)/d(s_i - s_j) per row, spread onto the (cell, model) skill table with bincount.
-    residual = 0.5 * (total * (p_i - p_j) - (problem.wins_i - problem.wins_j))
+    residual = total * terms.p_diff
+    residual -= problem.net_wins
+    residual *= 0.5
     table_grad = _scatter_pairs(problem, residual)
     n = problem.n_models
     grad[:n] += table_grad.sum(axis=0)
@@ -576,7 +603,7 @@ def _objective(x: np.ndarray, problem: _Problem) -> tuple[float, np.ndarray]:
         style_grad = problem.design[:, : problem.blocks].T @ _cell_sums(problem, residual)
         grad[start : start + size] += style_grad.ravel()
     if problem.tie_model:
-        grad[-1] += float(np.sum(total * terms.p_tie - problem.ties))
+        grad[-1] += float(total @ terms.p_tie) - problem.ties_total
     return value, grad
 
 
@@ -599,11 +626,12 @@ def _hessian(x: np.ndarray, problem: _Problem) -> np.ndarray:
     the cells holding both, which is one matrix product over cells.
     """
     terms = _row_terms(problem, x)
-    total, p_i, p_j, p_tie = problem.total, terms.p_i, terms.p_j, terms.p_tie
-    curvature = total * (p_i + p_j - (p_i - p_j) ** 2) / 4
+    total, p_diff, p_tie = problem.total, terms.p_diff, terms.p_tie
+    curvature = p_diff * p_diff
+    np.subtract(terms.p_sum, curvature, out=curvature)
+    curvature *= 0.25 * total
     n, cells = problem.n_models, problem.n_cells
-    flat = problem.table_i * n + problem.j
-    weights = np.bincount(flat, weights=curvature, minlength=cells * n * n).reshape(cells, n, n)
+    weights = np.bincount(problem.pair_slot, weights=curvature, minlength=cells * n * n).reshape(cells, n, n)
     weights += weights.transpose(0, 2, 1)
     laplacians = -weights
     laplacians[:, np.arange(n), np.arange(n)] += weights.sum(axis=2)
@@ -620,25 +648,23 @@ def _hessian(x: np.ndarray, problem: _Problem) -> np.ndarray:
         # d = ... + z . (style coefficients of the cell): the style rows are the skill rows with the
         # +1/-1 of models i and j replaced by the features.
         style = slice(skill_size, skill_size + style_size)
-        z = problem.features
         outer = _cell_outer(problem, curvature)
         hessian[style, style] = (
             (pair_design.T @ outer.reshape(cells, k * k)).reshape(blocks, blocks, k, k).transpose(0, 2, 1, 3)
         ).reshape(style_size, style_size)
-        cross = problem.pair_incidence @ (curvature[:, None] * z)  # (cells * n, k)
+        cross = np.stack([_scatter_pairs(problem, curvature * z) for z in problem.features], axis=-1)
         mixed = (pair_design.T @ cross.reshape(cells, n * k)).reshape(blocks, blocks, n, k)
         hessian[:skill_size, style] = mixed.transpose(0, 2, 1, 3).reshape(skill_size, style_size)
         hessian[style, :skill_size] = hessian[:skill_size, style].T
     if problem.tie_model:
-        tie_cross = -total * p_tie * (p_i - p_j) / 2
+        tie_cross = -0.5 * total * p_tie
+        tie_cross *= p_diff
         cross = _scatter_pairs(problem, tie_cross)
         hessian[:skill_size, -1] = hessian[-1, :skill_size] = (design.T @ cross).ravel()
         if k:
             style_tie = (design.T @ _cell_sums(problem, tie_cross)).ravel()
-            hessian[skill_size : skill_size + style_size, -1] = hessian[
-                -1, skill_size : skill_size + style_size
-            ] = style_tie
-        hessian[-1, -1] = float(np.sum(total * p_tie * (1 - p_tie)))
+            hessian[style, -1] = hessian[-1, style] = style_tie
+        hessian[-1, -1] = float(total @ (p_tie - p_tie * p_tie))
     _add_prior_hessian(hessian, problem)
     return hessian
 
@@ -670,7 +696,7 @@ def fit_btd(
     theta_prior_sd: float | None = 10.0,
     with_groups: bool = True,
     tie_model: bool = True,
-    method: str = "trust-ncg",
+    method: str = "newton",
     tau_grid: Sequence[float] = DEFAULT_TAU_GRID,
     start: Fit | None = None,
 ) -> Fit:
@@ -680,8 +706,9 @@ def fit_btd(
     the highest Laplace marginal likelihood, refitting from the previous mode). ``with_groups=False``
     drops the offsets (and merges cells); ``tie_model=False`` counts each tie as half a win for each
     side with nu = 0, and with ``theta_prior_sd=None`` that is plain Bradley-Terry maximum likelihood.
-    ``method`` is "trust-ncg" (Newton with the analytic Hessian, conjugate-gradient steps),
-    "trust-exact" (the same with exact Cholesky steps) or "L-BFGS-B" (gradient only).
+    ``method`` is "newton" (Newton with the analytic Hessian, preconditioned conjugate-gradient steps
+    and a line search), scipy's "trust-ncg" (the same unpreconditioned, in a trust region),
+    "trust-exact" (exact Cholesky steps) or "L-BFGS-B" (gradient only); all find the same mode.
 
     ``start``: a fit of the same models and groups to start from, e.g. the fit without style features
     when fitting with them (its skills and log nu; style coefficients start at 0). It changes only where
@@ -772,14 +799,16 @@ def _start(problem: _Problem) -> np.ndarray:
 
 # Solver tolerance on the gradient of the per-vote objective (see _minimise).
 GTOL = 1e-10
+METHODS = ("newton", "trust-ncg", "trust-exact", "L-BFGS-B")
 
 
 def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.OptimizeResult:
     """Minimise the negative log posterior divided by the number of votes.
 
-    Why divide: scipy's Newton-CG solves each Newton system only to a relative residual of
-    min(0.5, sqrt(|grad|)), so with gradients in raw vote counts (thousands) every step is a crude
-    half-step and convergence is linear; per vote, |grad| < 1 and the steps are full Newton steps.
+    Why divide: Newton-CG solves each Newton system only to a relative residual that shrinks with
+    |grad| (min(0.1, |grad|) here, min(0.5, sqrt(|grad|)) in scipy), so with gradients in raw vote
+    counts (thousands) every step would be a crude one and convergence linear; per vote, |grad| < 1 and
+    the steps are full Newton steps.
     """
     scale = 1.0 / max(float(problem.total.sum()), 1.0)
 
@@ -787,14 +816,14 @@ def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.Optimi
         value, grad = _objective(x, problem)
         return scale * value, scale * grad
 
+    def hessian(x: np.ndarray) -> np.ndarray:
+        return scale * _hessian(x, problem)
+
+    if method == "newton":
+        return _newton_cg(problem, x0, objective, hessian)
     if method in ("trust-ncg", "trust-exact"):
         return optimize.minimize(
-            objective,
-            x0,
-            jac=True,
-            hess=lambda x: scale * _hessian(x, problem),
-            method=method,
-            options={"gtol": GTOL, "maxiter": 200},
+            objective, x0, jac=True, hess=hessian, method=method, options={"gtol": GTOL, "maxiter": 200}
         )
     if method == "L-BFGS-B":
         return optimize.minimize(
@@ -804,14 +833,151 @@ def _minimise(problem: _Problem, x0: np.ndarray, method: str) -> optimize.Optimi
             method="L-BFGS-B",
             options={"gtol": GTOL, "ftol": 1e-15, "maxiter": 20_000, "maxcor": 30},
         )
-    raise ValueError('method must be "trust-ncg", "trust-exact" or "L-BFGS-B"')
+    raise ValueError(f"method must be one of {METHODS}")
+
+
+# Newton steps at most; and the objective's relative rounding, below which a line search cannot see a
+# decrease (then the gradient decides, see _newton_cg).
+_MAX_NEWTON = 200
+_ROUNDING = 1e-12
+
+
+def _newton_cg(problem: _Problem, x0: np.ndarray, objective, hessian) -> optimize.OptimizeResult:
+    """Newton's method, each step solved by conjugate gradients preconditioned by _BlockPreconditioner
+    to a relative residual of min(0.1, |grad|) (so convergence is quadratic near the mode), then a
+    backtracking line search. The objective is convex, so a Newton step is always a descent direction.
+
+    Every iterate is centred (see _centred): the common shifts of the skill blocks are invisible to
+    the likelihood, and the prior is minimised along them at zero exactly, so centring is their exact
+    minimisation and keeps the conjugate gradients out of directions only the prior pins."""
+    x = _centred(problem, x0)
+    value, grad = objective(x)
+    products = 0
+    for iteration in range(_MAX_NEWTON):
+        norm = float(np.linalg.norm(grad))
+        if norm <= GTOL:
+            return _solver_result(x, value, grad, iteration, products, True, "gradient below tolerance")
+        matrix = hessian(x)
+        step, used = _conjugate_gradients(
+            matrix, -grad, _BlockPreconditioner(matrix, problem), min(0.1, norm) * norm
+        )
+        products += used
+        slope = float(grad @ step)
+        length = 1.0
+        while True:
+            candidate = _centred(problem, x + length * step)
+            new_value, new_grad = objective(candidate)
+            if new_value <= value + 1e-4 * length * slope:
+                break
+            # Near the mode a step's gain can be below the objective's rounding: then take it if it does
+            # not visibly raise the objective and it lowers the gradient.
+            unseen = _ROUNDING * max(1.0, abs(value))
+            if -length * slope <= unseen and new_value <= value + unseen and np.linalg.norm(new_grad) < norm:
+                break
+            length /= 2
+            if length < 1e-10:
+                return _solver_result(x, value, grad, iteration, products, False, "line search failed")
+        x, value, grad = candidate, new_value, new_grad
+    done = bool(np.linalg.norm(grad) <= GTOL)
+    message = "gradient below tolerance" if done else "maximum number of iterations"
+    return _solver_result(x, value, grad, _MAX_NEWTON, products, done, message)
+
+
+def _solver_result(x, value, grad, iterations, products, success, message) -> optimize.OptimizeResult:
+    return optimize.OptimizeResult(
+        x=x, fun=value, jac=grad, nit=iterations, nhessp=products, success=success, message=message
+    )
+
+
+def _conjugate_gradients(matrix: np.ndarray, rhs: np.ndarray, preconditioner, tolerance: float):
+    """Preconditioned conjugate gradients for matrix @ x = rhs from x = 0, until |residual| <= tolerance;
+    returns x and the matrix-vector products used."""
+    x = np.zeros_like(rhs)
+    residual = rhs.copy()
+    direction = preconditioner(residual)
+    along = float(residual @ direction)
+    for products in range(1, len(rhs) + 1):
+        image = matrix @ direction
+        curvature = float(direction @ image)
+        if curvature <= 0:  # only by rounding: the Hessian is positive definite
+            return (x if products > 1 else direction), products
+        size = along / curvature
+        x += size * direction
+        residual -= size * image
+        if np.linalg.norm(residual) <= tolerance:
+            return x, products
+        preconditioned = preconditioner(residual)
+        along, previous = float(residual @ preconditioned), along
+        direction = preconditioned + (along / previous) * direction
+    return x, len(rhs)
+
+
+class _BlockPreconditioner:
+    """An approximate inverse of the Hessian for the conjugate-gradient steps: exact within each model's
+    skill parameters and for the global ones (the style coefficients and log nu), dropping only how the
+    skills of different models couple.
+
+    Why this shape: theta and the group offsets of one model are nearly collinear (every rater has an
+    age group, so theta and the age offsets move together and only the priors tell them apart), which
+    makes the Hessian ill conditioned *within* each model's 1 + groups parameters; between models the
+    coupling is that of a well-connected comparison graph, each pair a small share of a model's
+    comparisons. The global parameters touch every row, and the style coefficients are confounded with
+    the skills of models whose replies are consistently long or formatted, so their coupling to the
+    skills is kept exactly, by the Schur complement of the skills' block-diagonal part. On the Arena-scale
+    benchmark this takes the conjugate-gradient steps of a fit from ~270 (without style) and ~590 (with
+    it) in scipy's unpreconditioned trust-ncg to under 20.
+    """
+
+    def __init__(self, hessian: np.ndarray, problem: _Problem) -> None:
+        n, blocks = problem.n_models, problem.blocks
+        self.n, self.blocks, self.skills = n, blocks, n * blocks
+        # Model m's parameter in block a sits at a * n + m: per_model[m, a, b] is their Hessian entry.
+        index = np.arange(blocks)[None, :] * n + np.arange(n)[:, None]
+        per_model = hessian[index[:, :, None], index[:, None, :]]
+        inverse = np.linalg.inv(per_model)
+        self.inverse = 0.5 * (inverse + inverse.transpose(0, 2, 1))
+        self.coupling = hessian[: self.skills, self.skills :]
+        global_block = hessian[self.skills :, self.skills :]
+        self.global_factor = None
+        if global_block.size:
+            self.solved_coupling = self._solve_skills(self.coupling)
+            try:
+                self.global_factor = linalg.cho_factor(
+                    global_block - self.coupling.T @ self.solved_coupling, lower=True
+                )
+            except linalg.LinAlgError:
+                # The approximate Schur complement need not be positive definite: drop the coupling.
+                self.coupling = self.solved_coupling = None
+                self.global_factor = linalg.cho_factor(global_block, lower=True)
+
+    def _solve_skills(self, rhs: np.ndarray) -> np.ndarray:
+        """The block-diagonal part's inverse times rhs, (skills, columns)."""
+        columns = rhs.shape[1]
+        by_model = rhs.reshape(self.blocks, self.n, columns).transpose(1, 0, 2)
+        return np.matmul(self.inverse, by_model).transpose(1, 0, 2).reshape(self.skills, columns)
+
+    def __call__(self, residual: np.ndarray) -> np.ndarray:
+        out = np.empty_like(residual)
+        skills = self._solve_skills(residual[: self.skills, None])[:, 0]
+        if self.global_factor is not None:
+            rest = residual[self.skills :]
+            if self.coupling is not None:
+                rest = rest - self.coupling.T @ skills
+            out[self.skills :] = rest = linalg.cho_solve(self.global_factor, rest)
+            if self.coupling is not None:
+                skills = skills - self.solved_coupling @ rest
+        # Centred, like the iterates (see _newton_cg).
+        shaped = skills.reshape(self.blocks, self.n)
+        out[: self.skills] = (shaped - shaped.mean(axis=1, keepdims=True)).ravel()
+        return out
 
 
 def _fit_problem(
     problem: _Problem, *, method: str, start: np.ndarray | None, theta_prior_sd: float | None
 ) -> Fit:
     result = _minimise(problem, _start(problem) if start is None else start, method)
-    x = _centred(problem, result.x)
+    # Newton's iterates are centred already (centring again would miss the cached row terms at x).
+    x = result.x if method == "newton" else _centred(problem, result.x)
     value, grad = _objective(x, problem)
     hessian = _hessian(x, problem)
     factor = linalg.cho_factor(hessian, lower=True)
@@ -831,8 +997,8 @@ def _fit_problem(
         tie_model=problem.tie_model,
         group_prior_sd=problem.group_precision**-0.5,
         theta_prior_sd=theta_prior_sd,
-        # trust-ncg can stop on "bad approximation" once a Newton step's gain is below the rounding
-        # of the objective; the per-vote gradient is the honest test.
+        # scipy's trust-ncg can stop on "bad approximation" once a Newton step's gain is below the
+        # rounding of the objective; the per-vote gradient is the honest test.
         converged=bool(result.success or grad_norm <= 100 * GTOL * max(float(problem.total.sum()), 1.0)),
         iterations=int(result.nit),
         message=str(result.message),

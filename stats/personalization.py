@@ -49,6 +49,15 @@ A visitor
     picks at random among the candidates within ``near_equal`` of the best score. That prefers pairs
     that are close for this person and pairs where they are uncertain, which are the pairs the
     population finds close or their group disagrees on.
+
+Style control
+    Fitted with ``features`` (each vote's style covariates, ``stats.style``), ``theta``, ``u`` and the
+    pooled board come from ``stats.btd``'s style-controlled fit, and every vote's expected gap adds its
+    replies' style valued at the voter's groups' coefficients, ``z . (beta + sum_{g in c} gamma_g)``.
+    The boards are then scores with reply length and formatting held equal, the tastes ``T`` are what
+    is left once style is accounted for, and a visitor's answer on a battle is read net of that
+    battle's style (``Person.observe(..., features=...)``). Predictions and the choice of the next pair
+    are about models, so they hold style equal.
 """
 
 from __future__ import annotations
@@ -222,6 +231,7 @@ class Population:
         cls,
         votes: Iterable[tuple[object, str, str, str, Sequence[str]]],
         *,
+        features: np.ndarray | None = None,
         seed: int | None = None,
         group_prior_sd: float | str = "estimate",
         sigma: float | None = None,
@@ -240,6 +250,12 @@ class Population:
         "covariance" (the tastes' covariance across models learnt by ``em_iterations`` of Laplace-EM,
         starting from sigma^2 I) or "isotropic" (sigma^2 I). The learnt covariance is then multiplied by
         the ``taste_scale_grid`` value that best predicts raters' held-out votes (an empty grid: kept).
+
+        ``features``: per vote, in the order of ``votes``, its battle's style covariates (side A minus
+        side B, as ``stats.style.style_matrix`` makes them). With them both fits hold reply style equal
+        (``stats.btd``'s style-controlled fit: the boards are scores with style held equal), and every
+        vote's expected gap carries what its replies' style adds for the voter's groups, so the tastes
+        learnt are what is left once style is accounted for.
         """
         if taste not in ("covariance", "isotropic"):
             raise ValueError('taste must be "covariance" or "isotropic"')
@@ -264,7 +280,9 @@ class Population:
             )
             for _, a, b, outcome, cell in rows
         ]
-        counts = Counts.from_votes(btd_votes, len(models))
+        counts = Counts.from_votes(btd_votes, len(models), aggregate=features is None)
+        if features is not None:
+            counts = Counts(cells=counts.cells, rows=counts.rows, features=features)
         pooled = fit_btd(counts, n_models=len(models), n_groups=len(groups), with_groups=False)
         if groups:
             fit = fit_btd(counts, n_models=len(models), n_groups=len(groups), group_prior_sd=group_prior_sd)
@@ -281,9 +299,12 @@ class Population:
             top_weight=top_weight,
             near_equal=near_equal,
         )
-        by_rater: dict[object, list[tuple[int, int, float, tuple[int, ...]]]] = {}
-        for (rater, _, _, outcome, _), (cell, i, j, _) in zip(rows, btd_votes, strict=True):
-            by_rater.setdefault(rater, []).append((i, j, _SCORE_CONSTANT[outcome], cell))
+        z = counts.features if counts.features is not None else np.zeros((len(rows), 0))
+        coefficients = {cell: population._style_coefficients(cell) for cell, *_ in btd_votes}
+        by_rater: dict[object, list[tuple[int, int, float, tuple[int, ...], float]]] = {}
+        for k, ((rater, _, _, outcome, _), (cell, i, j, _)) in enumerate(zip(rows, btd_votes, strict=True)):
+            style = float(z[k] @ coefficients[cell])
+            by_rater.setdefault(rater, []).append((i, j, _SCORE_CONSTANT[outcome], cell, style))
         raters = [population._votes(v) for v in by_rater.values() if len(v) >= min_rater_votes]
         population.n_raters_for_sigma = len(raters)
         if sigma is not None:
@@ -302,6 +323,26 @@ class Population:
             # The floor keeps a visitor's prior invertible when the cross-validation says "no taste".
             population.taste = population.taste_scale * population.taste + _FLOOR_SD**2 * np.eye(len(models))
         return population
+
+    @property
+    def n_features(self) -> int:
+        """Style covariates the fits hold equal (0: the boards as voted)."""
+        return self.group_fit.n_features
+
+    def style_gap(self, groups: Sequence[str], features: Sequence[float] | None) -> float:
+        """What a battle's reply style adds to the gap s_a - s_b for someone in these groups: its
+        covariates (A minus B, scaled as the fit's) times the groups' style coefficients; 0 without."""
+        if features is None:
+            return 0.0
+        z = np.asarray(features, dtype=float).reshape(-1)
+        if len(z) != self.n_features:
+            raise ValueError(f"expected {self.n_features} style covariates, not {len(z)}")
+        return float(z @ self._style_coefficients(self._cell(groups)))
+
+    def _style_coefficients(self, cell: tuple[int, ...]) -> np.ndarray:
+        """(K,): the global style coefficients plus the cell's groups' offsets."""
+        fit = self.group_fit
+        return fit.style + fit.style_offsets[:, list(cell)].sum(axis=1)
 
     def taste_spread(self) -> dict[str, float]:
         """Per model, the sd of individual tastes beyond the groups: how much people disagree about it."""
@@ -355,11 +396,12 @@ class Population:
 
     # --- sigma -----------------------------------------------------------------------------------
 
-    def _votes(self, votes: list[tuple[int, int, float, tuple[int, ...]]]) -> _Votes:
+    def _votes(self, votes: list[tuple[int, int, float, tuple[int, ...], float]]) -> _Votes:
+        """A rater's votes (a, b, outcome constant, cell, style gap) with their expected gaps."""
         a = np.array([v[0] for v in votes], dtype=np.intp)
         b = np.array([v[1] for v in votes], dtype=np.intp)
-        cells = {cell: self.profile_skills([self.groups[g] for g in cell]) for *_, cell in votes}
-        gap = np.array([cells[cell][i] - cells[cell][j] for i, j, _, cell in votes])
+        cells = {cell: self.profile_skills([self.groups[g] for g in cell]) for *_, cell, _ in votes}
+        gap = np.array([cells[cell][i] - cells[cell][j] + style for i, j, _, cell, style in votes])
         constant = np.array([v[2] for v in votes])
         return _Votes(a=a, b=b, constant=constant, mean_gap=gap)
 
@@ -432,6 +474,8 @@ class Person:
     prior_mean: np.ndarray
     prior: np.ndarray
     answers: list[tuple[str, str, str]] = field(default_factory=list)
+    # What each answered battle's reply style adds to its gap (Population.style_gap; 0 without style).
+    answer_style: list[float] = field(default_factory=list)
     mean: np.ndarray = field(init=False)
     covariance: np.ndarray = field(init=False)
 
@@ -445,23 +489,31 @@ class Person:
     def models(self) -> list[str]:
         return self.population.models
 
-    def observe(self, model_a: str, model_b: str, outcome: str) -> None:
-        """Add one answer: ``outcome`` "a" (model_a better), "b" or "tie"."""
+    def observe(
+        self, model_a: str, model_b: str, outcome: str, features: Sequence[float] | None = None
+    ) -> None:
+        """Add one answer: ``outcome`` "a" (model_a better), "b" or "tie". ``features``: the battle's
+        style covariates when the population holds style equal, so the answer is read net of what its
+        replies' style adds for people in this visitor's groups (an answer for the longer reply says
+        less about the model when the groups prefer longer replies)."""
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
         if model_a == model_b or model_a not in self._index or model_b not in self._index:
             raise ValueError(f"unknown or equal models: {model_a!r}, {model_b!r}")
+        style = self.population.style_gap(self.groups, features)
         self.answers.append((model_a, model_b, outcome))
+        self.answer_style.append(style)
         self._refit()
 
     def _refit(self) -> None:
         a = np.array([self._index[x] for x, _, _ in self.answers], dtype=np.intp)
         b = np.array([self._index[y] for _, y, _ in self.answers], dtype=np.intp)
         constant = np.array([_SCORE_CONSTANT[o] for *_, o in self.answers])
+        style = np.array(self.answer_style)
         log_nu = self.population.group_fit.log_nu
         skills = self.mean.copy()
         for _ in range(50):
-            _, score, information = _gap_terms(skills[a] - skills[b], constant, log_nu)
+            _, score, information = _gap_terms(skills[a] - skills[b] + style, constant, log_nu)
             gradient = -self._prior_precision @ (skills - self.prior_mean)
             np.add.at(gradient, a, score)
             np.add.at(gradient, b, -score)
@@ -470,7 +522,7 @@ class Person:
             skills += step
             if np.abs(step).max() < 1e-9:
                 break
-        _, _, information = _gap_terms(skills[a] - skills[b], constant, log_nu)
+        _, _, information = _gap_terms(skills[a] - skills[b] + style, constant, log_nu)
         self.mean = skills
         covariance = np.linalg.inv(self._hessian(a, b, information))
         self.covariance = 0.5 * (covariance + covariance.T)

@@ -2,12 +2,14 @@
 rater would (real questions that stay on one task, time taken to read), so quality control stays quiet
 unless a test means to trigger it."""
 
+import re
 import time
 from datetime import timedelta
 from pathlib import Path
 
 from django.utils import timezone
 
+from raters.proof import leading_zero_bits, proof_digest
 from tournaments.models import Battle, Reply, Vote
 from tournaments.services import battle_start, reply_generate, turn_submit, vote_submit
 
@@ -111,3 +113,28 @@ def study_manager(username: str = "staff"):
     user = get_user_model().objects.create_user(username, password="x", is_staff=True)
     user.groups.add(AuthGroup.objects.get(name="study manager"))
     return user
+
+
+def proof_solve(challenge: str, bits: int) -> str:
+    """The counter static/js/proof.js looks for, found the same way: the first from 0 whose SHA-256 with the
+    challenge starts with `bits` zero bits."""
+    counter = 0
+    while leading_zero_bits(proof_digest(challenge, str(counter))) < bits:
+        counter += 1
+    return str(counter)
+
+
+def proof_fields(page: str) -> dict[str, str]:
+    """The consent form's proof of effort, solved as a browser would, from the page's HTML ({} when the
+    page asks for none)."""
+    bits = re.search(r'data-proof-bits="(\d+)"', page)
+    if bits is None:
+        return {}
+    challenge = re.search(r'name="proof_challenge" value="([^"]+)"', page).group(1)
+    return {"proof_challenge": challenge, "proof_counter": proof_solve(challenge, int(bits.group(1)))}
+
+
+def consent_post(client, fields: dict | None = None):
+    """Consent as a browser with JavaScript does: open the consent page, solve its proof, tick the box."""
+    page = client.get("/rate/consent/").content.decode()
+    return client.post("/rate/consent/", {"agree": "yes", **proof_fields(page), **(fields or {})})

@@ -58,3 +58,21 @@ def test_the_style_toggle_swaps_the_board_and_keeps_its_state_in_the_url(
     assert_chart_drawn(page, "style-overall", min_marks=2)
     expect(page.get_by_test_id("style-table-overall")).to_contain_text("Length")
     assert page.console_errors == []
+
+
+def test_the_quiz_follows_the_personal_boards_style_switch(
+    page, live_server, styled_sample, tournament, settings
+):
+    settings.POPULUS_MIN_GROUP_RATERS = 5
+    fits_publish(tournament_id=tournament.pk)
+    page.goto(f"{live_server.url}/leaderboard/personal/?w-overall=10")
+    expect(page.get_by_text("Sharpen it with your own judgments")).to_be_visible()
+    expect(page.get_by_test_id("quiz-style-note")).to_have_count(0)
+    page.get_by_role("radio", name="Style-controlled").check()
+    # The quiz comes back with the board (out of band), now from the model that holds style equal.
+    expect(page.get_by_test_id("quiz-style-note")).to_be_visible()
+    page.get_by_role("button", name="A is better").click()
+    expect(page.get_by_test_id("quiz-count")).to_have_text("1 answered")
+    expect(page).to_have_url(re.compile(r"style=controlled"))
+    expect(page.get_by_test_id("quiz-style-note")).to_be_visible()
+    assert page.console_errors == []

@@ -297,6 +297,9 @@ class Battle(models.Model):
     flagged_reason = models.CharField(max_length=300, blank=True)
     # The answer the vote form's attention-check item asks for ("a", "b" or "tie"); blank: no check.
     attention_expected = models.CharField(max_length=3, blank=True)
+    # A practice battle (the study's first battles of an open-link rater) is voted and kept like any other,
+    # but published boards never count it: see `raters.Study.practice_battles`.
+    practice = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 

@@ -6,7 +6,7 @@ from django.db.models import Count, Q
 
 from config.errors import NotFound
 from raters.models import Rater, Study
-from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side, Tournament
+from tournaments.models import Battle, Dimension, Outcome, Reply, RuleOutcome, Side, Tournament, Vote
 from tournaments.pacing import SideProgress, revealed_chars
 from tournaments.quality import STRIKES_TO_EXCLUDE
 
@@ -247,3 +247,26 @@ def rule_outcome_stats(*, study: Study) -> list[dict]:
         .order_by("rule")
     )
     return list(rows)
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """Panel reconciliation of a study: raters the panel's export has approved, and the panel raters (and
+    their counted votes) it has not listed yet. Votes of raters held out by the rigging check are left
+    out: reconciling them would not put them on a board."""
+
+    raters_reconciled: int
+    raters_waiting: int
+    votes_waiting: int
+
+
+def study_reconciliation(*, study: Study) -> Reconciliation:
+    panel_raters = Rater.objects.filter(study=study, participant_hash__isnull=False)
+    waiting = {"battle__rater__study": study, "battle__rater__participant_hash__isnull": False}
+    return Reconciliation(
+        raters_reconciled=panel_raters.filter(reconciled_at__isnull=False).count(),
+        raters_waiting=panel_raters.filter(reconciled_at__isnull=True).count(),
+        votes_waiting=Vote.objects.counted()
+        .filter(**waiting, battle__rater__reconciled_at__isnull=True, battle__rater__held_out_at__isnull=True)
+        .count(),
+    )

@@ -90,6 +90,7 @@ def battle_start(*, rater: Rater) -> Battle:
                 attention_expected=_attention_check_for(
                     battle_number=Battle.objects.filter(rater=rater).count() + 1
                 ),
+                practice=_is_practice(rater),
             )
     except IntegrityError:
         # Two clicks raced; the database let only one active battle exist.
@@ -104,6 +105,13 @@ def _end_session_when_every_pair_met(rater: Rater, met: set) -> None:
     if every_pair <= met:
         rater_mark_completed(rater=rater)
         raise SessionEnded("You have compared every pair of models in this study. Thank you!")
+
+
+def _is_practice(rater: Rater) -> bool:
+    """Whether the rater's next battle is practice: one of the study's first battles of a rater who came
+    through the open link (panel ids and API clients are not free to make; open-link raters are)."""
+    open_link = rater.source == Rater.Source.OPEN and rater.api_client_id is None
+    return open_link and rater.battles_voted < rater.study.practice_battles
 
 
 def _attention_check_for(*, battle_number: int) -> str:

@@ -11,7 +11,7 @@ from raters.permissions import MODERATE_RATERS, VIEW_STUDY, staff_permission_req
 from raters.services import rater_restore
 from tournaments.models import RuleOutcome, StaffAction, Strike
 from tournaments.quality import rater_exclude_by_staff, strike_lift
-from tournaments.selectors import rule_outcome_stats
+from tournaments.selectors import rule_outcome_stats, study_reconciliation
 
 
 def _rater_state(rater: Rater) -> dict:
@@ -94,3 +94,13 @@ def rater_restore_view(request, study_slug: str, rater_id: str):
             after={"held_out": False},
         )
     return redirect("tournaments:staff_quality", study_slug=study_slug)
+
+
+@staff_permission_required(VIEW_STUDY)
+@require_safe
+def study_reconciliation_view(request, study_slug: str):
+    """The study dashboard's panel reconciliation counts (a fragment: the dashboard sits below
+    tournaments, which owns votes)."""
+    study = get_object_or_404(Study, slug=study_slug)
+    context = {"study": study, "reconciliation": study_reconciliation(study=study)}
+    return render(request, "tournaments/staff/_reconciliation.html", context)

@@ -12,6 +12,11 @@ urlpatterns = [
     path("battle/<uuid:public_id>/reveal/", views.battle_reveal_page, name="reveal"),
     path("staff/studies/<slug:study_slug>/quality/", staff_views.study_quality, name="staff_quality"),
     path(
+        "staff/studies/<slug:study_slug>/reconciliation/",
+        staff_views.study_reconciliation_view,
+        name="staff_reconciliation",
+    ),
+    path(
         "staff/studies/<slug:study_slug>/strikes/<int:strike_id>/lift/",
         staff_views.strike_lift_view,
         name="staff_strike_lift",

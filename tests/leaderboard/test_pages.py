@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from leaderboard.boards import boards_site_version_forget
 from leaderboard.services import fits_publish
-from raters.models import Rater
+from raters.models import Rater, Study
 from tests.leaderboard.board_data import raters_in, votes_cast
 from tournaments.models import Battle, LLMModel
 
@@ -133,13 +133,24 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
 
     study.new_raters_per_network_hour = 7
     study.honeypot = False
+    study.practice_battles = 2
     study.save()
+    other = Study.objects.create(
+        slug="panel-only", name="Panel only", tournament=study.tournament, count_only_reconciled=True
+    )
     Rater.objects.filter(pk=Rater.objects.first().pk).update(held_out_at=timezone.now(), held_out_reason="x")
     html = client.get("/leaderboard/methodology/").content.decode()
     defences = text_of(re.search(r'data-testid="defences".*?</ul>', html, re.S).group(0))
     assert "Held out now: 1 " in defences
     assert f"Study {study.name}: open to anyone; at most 7 new raters per network per hour" in defences
     assert "form honeypot off" in defences and "after 5 wrong passwords" in defences
+    assert "first 2 battles practice, not counted" in defences
+    assert "a proof of effort in the browser (13 zero bits of SHA-256)" in defences
+    assert "every rater counts, reconciled with the panel or not" in defences
+    assert (
+        f"Study {other.name}: panel entries only; form honeypot on; only raters the panel approved "
+        "(reconciled from its export) count." in defences
+    )
     cost = text_of(re.search(r'data-testid="rigging-cost".*?</p>', html, re.S).group(0))
     assert f"{RIGGING_MEASURED['min_cost_ratio']:.1f}\u00d7" in cost and RIGGING_MEASURED["date"] in cost
 

@@ -161,3 +161,24 @@ def test_it_fits_the_personal_model_when_the_fits_are_published_not_on_a_page_re
     assert quiz._population_key(quizzed) != key
     assert cache.get(quiz._population_key(quizzed)).taste_scale != -1.0
     assert quiz.quiz_data(tournament=quizzed).population.taste_scale != -1.0
+
+
+def test_its_style_switch_falls_back_to_the_quiz_as_voted_where_replies_never_differ_in_style(quizzed):
+    # Every reply here reads the same, so no style feature varies and there is no style-controlled model.
+    built = quiz.quiz_build(
+        tournament=quizzed, groups=(OLDEST,), encoded="", item=None, answer=None, style_controlled=True
+    )
+    assert not built.style_controlled
+    assert built.problems == (quiz.NO_STYLE_MODEL,)
+    as_voted = quiz.quiz_build(tournament=quizzed, groups=(OLDEST,), encoded="", item=None, answer=None)
+    assert built.rows == as_voted.rows
+
+
+def test_a_new_board_brings_the_quiz_back_with_it(client, quizzed):
+    # The form's htmx request swaps the results; the quiz (which starts from the profile's board) comes
+    # along out of band.
+    response = client.get(URL, {"w-overall": "10"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="personal-results")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="personal-quiz" hx-swap-oob="innerHTML"' in html
+    assert "Sharpen it with your own judgments" in html

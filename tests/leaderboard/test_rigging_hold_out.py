@@ -13,6 +13,7 @@ from leaderboard.services import fits_publish
 from raters.models import Rater
 from tests.helpers import study_manager
 from tests.leaderboard.board_data import raters_in, votes_cast
+from tournaments.models import Battle
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +94,10 @@ def test_it_shows_staff_the_reason_and_restores_and_restore_the_rater_in_one_ste
     rigger.refresh_from_db()
     assert rigger.held_out_at is None  # and the check leaves staff's decision alone
     assert "restored by curator" in client.get(f"/staff/studies/{study.slug}/quality/").content.decode()
+
+
+def test_published_boards_leave_practice_battles_out(tournament, study, honest):
+    first_battles = [Battle.objects.filter(rater=rater).order_by("pk").first().pk for rater in honest]
+    Battle.objects.filter(pk__in=first_battles).update(practice=True)
+    fits_publish(tournament_id=tournament.pk)
+    assert overall_votes(tournament) == 400 - 40

@@ -8,7 +8,7 @@ from django.utils import timezone
 from leaderboard.models import FitSnapshot
 from leaderboard.services import ratings_apply_pending
 from raters.models import Group, Quota, Study
-from tests.helpers import TASKS, verdict
+from tests.helpers import TASKS, consent_post, verdict
 from tournaments.models import Battle, LLMModel, Reply, Strike, Tournament, Vote
 from tournaments.services import reply_generate
 
@@ -59,7 +59,7 @@ def test_it_lets_a_rater_finish_a_demo_battle_offline(client, settings, tmp_path
     settings.VAR_DIR = tmp_path
     call_command("seed_demo")
     client.get("/rate/")
-    client.post("/rate/consent/", {"agree": "yes"})
+    consent_post(client)
     client.post(
         "/rate/screener/", {"country": "US", "age": "us-age-55-plus", "ethnicity": "", "politics": ""}
     )

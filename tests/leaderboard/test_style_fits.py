@@ -2,12 +2,18 @@
 
 import itertools
 import random
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Count, Max, Min
+from django.test.utils import CaptureQueriesContext
 
-from leaderboard import personal
+from leaderboard import personal, quiz
+from leaderboard.battle_styles import battle_styles_ensure
 from leaderboard.models import BattleStyle, FitScore, FitSnapshot
-from leaderboard.services import battle_styles_ensure, fits_publish
+from leaderboard.services import _published_choices, _summed_per_rater_and_pair, fits_publish
 from raters.models import Group
 from tests.conftest import admitted_rater
 from tests.leaderboard.test_fits import AGES, ETHNICITIES, POLITICS, cast
@@ -111,6 +117,8 @@ def test_it_publishes_no_style_boards_when_no_reply_differs_in_style(study, grou
     overall = FitSnapshot.objects.get(dimension__slug="overall")
     assert overall.style == {}
     assert not FitScore.objects.filter(snapshot=overall, style_controlled=True).exists()
+    # With no replies at all (as in an imported log) no battle's style is derived, for the fits or the quiz.
+    assert not BattleStyle.objects.exists()
 
 
 # --- The personal board from the style-controlled fits ------------------------------------------------
@@ -194,3 +202,59 @@ def test_the_profile_board_api_takes_the_style_view(client, styled_sample, style
     score = {name: next(e["score"] for e in board["entries"] if e["slug"] == favourite)
              for name, board in (("voted", as_voted), ("controlled", controlled))}  # fmt: skip
     assert score["controlled"] < score["voted"]
+
+
+def test_it_reads_each_dimensions_votes_once_for_the_default_and_the_style_fit(styled_sample, tournament):
+    with CaptureQueriesContext(connection) as queries:
+        fits_publish(tournament_id=tournament.pk)
+    for dimension in tournament.dimensions.all():
+        reads = [
+            q["sql"]
+            for q in queries.captured_queries
+            if f'"tournaments_votechoice"."dimension_id" = {dimension.pk}' in q["sql"]
+            and not q["sql"].startswith('SELECT 1 AS "a"')  # whether there is anything to fit
+        ]
+        assert len(reads) == 1, reads
+
+
+def test_it_sums_single_votes_as_the_database_counts_them(styled_sample, tournament):
+    choices = _published_choices(tournament.dimensions.get(slug="overall"))
+    columns = ("vote__battle__rater_id", "vote__battle__model_a_id", "vote__battle__model_b_id", "outcome")
+    counted = choices.values_list(*columns).annotate(n=Count("pk"), first=Min("vote_id"), last=Max("vote_id"))
+    summed = _summed_per_rater_and_pair(list(choices.values_list(*columns, "vote_id", "vote__battle_id")))
+    assert sorted(summed) == sorted(counted.order_by())
+    assert max(row[4] for row in summed) > 1  # some rater met the same pair with the same verdict twice
+
+
+# --- The quiz from the style-controlled model -------------------------------------------------------------
+
+
+def test_the_quiz_follows_the_style_switch_and_reads_answers_net_of_style(
+    client, styled_sample, styled_fitted, tournament
+):
+    # Publishing fitted the quiz's model with style held equal beside the one as voted.
+    assert cache.get(quiz._population_key(tournament, style_controlled=True)).n_features > 0
+    query = {"tournament": tournament.slug, "w-overall": "10", "style": "controlled"}
+    page = client.get(PERSONAL_URL, query)
+    controlled = page.context["quiz"]
+    assert controlled.style_controlled and not controlled.problems
+    html = page.content.decode()
+    assert 'data-testid="quiz-style-note"' in html
+    assert '<input type="hidden" name="style" value="controlled">' in html  # an answer keeps the view
+    item = controlled.shown
+    assert item.item.features  # the battle's style, for reading the answer
+    answered = client.get(
+        PERSONAL_URL,
+        {**query, "item": item.item.code, "answer": item.left_outcome},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="personal-quiz",
+    )
+    assert parse_qs(urlsplit(answered["HX-Push-Url"]).query)["style"] == ["controlled"]
+    assert answered.context["quiz"].style_controlled and answered.context["quiz"].answered == 1
+    as_voted = client.get(PERSONAL_URL, {k: v for k, v in query.items() if k != "style"}).context["quiz"]
+    assert not as_voted.style_controlled and not as_voted.shown.item.features
+    # The own board starts from the profile's board with style held equal: model 0's long formatted
+    # replies no longer lift it.
+    favourite = styled_sample[0].slug
+    score = {q: next(row.score for row in q.rows if row.slug == favourite) for q in (controlled, as_voted)}
+    assert score[controlled] < score[as_voted]

@@ -2,6 +2,7 @@ import pytest
 
 from raters.models import Rater
 from raters.selectors import SESSION_RATER_KEY
+from tests.helpers import consent_post
 
 PID = "5f1a2b3c4d5e6f7a8b9c0d1e"
 LINK = f"/s/pilot-study/?PROLIFIC_PID={PID}&STUDY_ID={'a' * 24}&SESSION_ID={'b' * 24}"
@@ -10,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 def consent(client):
-    return client.post("/rate/consent/", {"agree": "yes"})
+    return consent_post(client)
 
 
 def test_it_shows_consent_for_a_valid_panel_link_without_storing_anything(client, study):

@@ -9,6 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from raters.models import Rater
+from tests.helpers import consent_post
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ LINK = f"/s/pilot-study/?PROLIFIC_PID={{pid}}&STUDY_ID={'a' * 24}&SESSION_ID={'b
 def enter_open(address: str = "203.0.113.5", fields: dict | None = None, **headers):
     client = Client(REMOTE_ADDR=address, **headers)
     client.get("/rate/")
-    return client.post("/rate/consent/", {"agree": "yes", **(fields or {})})
+    return consent_post(client, fields)
 
 
 def test_it_refuses_the_21st_new_rater_from_one_network_within_the_hour(study):

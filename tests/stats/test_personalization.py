@@ -159,3 +159,56 @@ def test_it_asks_about_the_contenders_for_the_best_before_the_also_rans(populati
     unweighted = np.ones_like(weights)
     bottom, top = person._expected_doubt(unweighted) - person._expected_doubt(unweighted, *pairs)
     assert math.isclose(bottom, top, rel_tol=1e-6)
+
+
+def styled_votes(*, n_raters: int, votes_each: int, seed: int):
+    """Votes on equally good models where m0's replies are always the longer and raters prefer longer
+    replies, the left group twice as much: the board as voted lifts m0 for its style alone. Returns the
+    votes and each vote's style covariate (the length difference, A minus B)."""
+    rng = np.random.default_rng(seed)
+    preference = {"left": 1.2, "right": 0.6}
+    votes, features = [], []
+    for rater in range(n_raters):
+        group = "left" if rater % 2 else "right"
+        for _ in range(votes_each):
+            i, j = rng.choice(len(MODELS), 2, replace=False)
+            length = 1.0 if i == 0 else -1.0 if j == 0 else rng.uniform(-0.5, 0.5)
+            p = davidson(preference[group] * length, math.log(0.3))
+            votes.append((rater, MODELS[i], MODELS[j], ("a", "tie", "b")[rng.choice(3, p=p)], (group,)))
+            features.append([length])
+    return votes, np.array(features)
+
+
+@pytest.fixture(scope="module")
+def styled():
+    votes, features = styled_votes(n_raters=200, votes_each=15, seed=6)
+    as_voted = Population.fit(votes, seed=1, sigma=0.3)
+    return as_voted, Population.fit(votes, features=features, seed=1, sigma=0.3)
+
+
+def test_it_holds_reply_style_equal_given_each_votes_style(styled):
+    as_voted, controlled = styled
+    assert as_voted.n_features == 0 and controlled.n_features == 1
+    assert as_voted.pooled_skills()[0] > 0.4  # m0 lifted by its long replies
+    assert abs(controlled.pooled_skills()[0]) < 0.2
+    assert abs(controlled.profile_skills(("left",))[0]) < 0.25
+    # The left group's taste for length is the stronger one.
+    assert controlled.style_gap(("left",), [1.0]) > controlled.style_gap(("right",), [1.0]) > 0.3
+    assert controlled.style_gap(("left",), None) == 0.0
+
+
+def test_it_reads_a_visitors_answer_net_of_its_replies_style(styled):
+    _, controlled = styled
+    start = controlled.person(("left",)).skills()[0]
+    moved = {}
+    for length in (1.0, 0.0, -1.0):
+        person = controlled.person(("left",))
+        person.observe("m0", "m1", "a", features=[length])
+        moved[length] = person.skills()[0] - start
+    # Preferring m0's reply says most about m0 when that reply was the shorter one, least when longer.
+    assert moved[-1.0] > moved[0.0] > moved[1.0] > 0
+    unstyled = controlled.person(("left",))
+    unstyled.observe("m0", "m1", "a")
+    assert unstyled.skills()[0] - start == pytest.approx(moved[0.0])
+    with pytest.raises(ValueError, match="style covariates"):
+        controlled.person(("left",)).observe("m0", "m1", "a", features=[1.0, 0.0])

@@ -1,10 +1,20 @@
 """The Bradley-Terry-Davidson fit with style covariates (stats.btd with Counts.features). No database."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from bench.fit import STYLE_GROUP, simulate_style_battles, style_world
-from stats.btd import Counts, fit_btd
+from stats.btd import (
+    Counts,
+    _BlockPreconditioner,
+    _centred,
+    _conjugate_gradients,
+    _hessian,
+    _objective,
+    fit_btd,
+)
 from stats.posterior import centred_covariance, covariance_from_centred, fit_restored, skills_for
 from tests.stats.test_btd import assert_derivatives_match_finite_differences, problem_for_derivative_checks
 
@@ -107,3 +117,47 @@ def test_it_estimates_one_tau_for_skill_and_style_offsets(planted):
     fit = fit_btd(counts, n_models=10, n_groups=N_GROUPS, group_prior_sd="estimate", tau_grid=(0.1, 0.3, 1.0))
     assert set(fit.tau_search) == {0.1, 0.3, 1.0}
     assert fit.n_features == 4
+
+
+@pytest.mark.parametrize("method", ["trust-exact", "L-BFGS-B"])
+def test_it_finds_the_same_mode_and_covariance_with_scipys_solvers(planted, method):
+    _, counts, fit = planted
+    other = fit_btd(counts, n_models=10, n_groups=N_GROUPS, method=method)
+    assert other.converged
+    assert np.abs(other.packed() - fit.packed()).max() < 1e-5
+    assert np.abs(other.covariance - fit.covariance).max() < 1e-5 * np.abs(fit.covariance).max()
+
+
+def test_it_reaches_the_same_mode_started_from_the_fit_without_style(planted):
+    _, counts, fit = planted
+    plain = fit_btd(Counts(cells=counts.cells, rows=counts.rows), n_models=10, n_groups=N_GROUPS)
+    warm = fit_btd(counts, n_models=10, n_groups=N_GROUPS, start=plain)
+    assert warm.converged
+    assert np.abs(warm.packed() - fit.packed()).max() < 1e-7
+
+
+def test_its_preconditioned_conjugate_gradients_solve_a_newton_system_in_a_few_steps():
+    rng = np.random.default_rng(4)
+    counts = simulate_style_battles(style_world(12, rng), 20_000, rng)
+    problem = problem_for_derivative_checks(counts, n_models=12, n_groups=N_GROUPS)
+    # A centred point (the solver's iterates are), so the gradient has no part along the common shifts.
+    x = _centred(problem, rng.normal(0.0, 0.3, (12 + 4) * (1 + N_GROUPS) + 1))
+    hessian = _hessian(x, problem)
+    rhs = -_objective(x, problem)[1]
+    step, products = _conjugate_gradients(
+        hessian, rhs, _BlockPreconditioner(hessian, problem), 1e-10 * np.linalg.norm(rhs)
+    )
+    assert products <= 20  # 10 of 97 unknowns, where unpreconditioned conjugate gradients take 88
+    assert np.allclose(step, np.linalg.solve(hessian, rhs), rtol=1e-7, atol=1e-10)
+
+
+def test_its_preconditioner_drops_the_style_coupling_where_its_schur_complement_is_not_positive():
+    # Two models that met each other only (a graph Laplacian, so the block-diagonal part halves the
+    # curvature of their difference) and one style coefficient strongly tied to that difference: the
+    # Hessian is positive definite, its block-diagonal Schur complement is not.
+    hessian = np.array([[1.01, -1.0, 1.0], [-1.0, 1.01, -1.0], [1.0, -1.0, 1.5]])
+    preconditioner = _BlockPreconditioner(hessian, SimpleNamespace(n_models=2, blocks=1))
+    assert preconditioner.coupling is None
+    rhs = np.array([1.0, -1.0, 0.5])  # no part along the skills' common shift, as in a fit
+    step, _ = _conjugate_gradients(hessian, rhs, preconditioner, 1e-12)
+    assert np.allclose(step, np.linalg.solve(hessian, rhs))

@@ -4,7 +4,7 @@ import pytest
 
 from config.errors import Conflict, InvalidInput
 from tests.conftest import admitted_rater
-from tests.helpers import chat, chat_turns, verdict
+from tests.helpers import chat, chat_turns, verdict, voted_battle
 from tournaments.models import Battle, Reply, Turn, Vote
 from tournaments.services import battle_start, reply_generate, turn_submit, vote_submit
 
@@ -176,3 +176,26 @@ def test_it_does_not_pay_for_a_reply_once_the_battle_is_set_aside(rater, fake_ll
     reply_generate(reply_id=Reply.objects.get(turn=turn, side="b").pk)
     assert [r["json"]["model"] for r in fake_llm.requests] == [battle.model_a.api_model]
     assert Reply.objects.get(side="b").error == "battle_ended"
+
+
+def test_an_open_link_raters_first_battle_is_practice_and_the_next_is_not(rater):
+    first, _ = voted_battle(rater)
+    rater.refresh_from_db()
+    assert first.practice
+    assert not battle_start(rater=rater).practice
+
+
+def test_panel_raters_and_studies_without_practice_have_no_practice_battle(study, groups):
+    assert not battle_start(rater=admitted_rater(study, participant_hash="3" * 64)).practice
+    study.practice_battles = 0
+    study.save()
+    assert not battle_start(rater=admitted_rater(study)).practice
+
+
+def test_the_battle_page_tells_the_rater_a_practice_battle_is_not_counted(rater, rater_client):
+    practice = battle_start(rater=rater)
+    page = rater_client.get(f"/battle/{practice.public_id}/").content.decode()
+    assert 'data-testid="practice-battle"' in page and "not counted on the" in page
+    Battle.objects.filter(pk=practice.pk).update(practice=False)
+    page = rater_client.get(f"/battle/{practice.public_id}/").content.decode()
+    assert 'data-testid="practice-battle"' not in page

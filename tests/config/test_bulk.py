@@ -11,6 +11,17 @@ from config.bulk import pg_copy, pg_ids_allocate, pg_rows_key_share, pg_triggers
 from raters.models import Rater, Study
 
 pytestmark = pytest.mark.django_db
+# A rater's columns without a default; the rest are left to their fields' defaults.
+RATER_COLUMNS = [
+    "id",
+    "public_id",
+    "study_id",
+    "source",
+    "participant_hash",
+    "status",
+    "consented_at",
+    "created_at",
+]
 
 
 def test_it_fills_left_out_columns_with_their_defaults(study):
@@ -18,16 +29,7 @@ def test_it_fills_left_out_columns_with_their_defaults(study):
     now = timezone.now().isoformat()
     pg_copy(
         model=Rater,
-        columns=[
-            "id",
-            "public_id",
-            "study_id",
-            "source",
-            "participant_hash",
-            "status",
-            "consented_at",
-            "created_at",
-        ],
+        columns=RATER_COLUMNS,
         lines=[f"{rater_id}\t{uuid.uuid4()}\t{study.pk}\tpanel\t{'ab' * 32}\tadmitted\t{now}\t{now}\n"],
     )
     rater = Rater.objects.get(pk=rater_id)
@@ -53,16 +55,7 @@ def test_copy_takes_lines_as_they_come(study, monkeypatch):
     now = timezone.now().isoformat()
     pg_copy(
         model=Rater,
-        columns=[
-            "id",
-            "public_id",
-            "study_id",
-            "source",
-            "participant_hash",
-            "status",
-            "consented_at",
-            "created_at",
-        ],
+        columns=RATER_COLUMNS,
         lines=(f"{i}\t{uuid.uuid4()}\t{study.pk}\tpanel\t{i:064x}\tadmitted\t{now}\t{now}\n" for i in ids),
     )
     assert Rater.objects.filter(pk__in=ids).count() == 5

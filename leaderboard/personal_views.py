@@ -1,3 +1,4 @@
+from dataclasses import replace
 from urllib.parse import urlencode
 
 from django.shortcuts import redirect, render
@@ -14,7 +15,8 @@ from leaderboard.personal import (
     personal_tournament,
     profile_choices,
 )
-from leaderboard.quiz import quiz_build, quiz_encoded_for_rater
+from leaderboard.quiz import DIMENSION as QUIZ_DIMENSION
+from leaderboard.quiz import Quiz, quiz_build, quiz_dimension, quiz_encoded_for_rater
 from raters.decorators import rater_required
 from raters.models import Country, Rater
 
@@ -42,6 +44,7 @@ def personal(request):
     bars = interval_bars(board)
     quiz = None
     if board.ranked and not board.suppressed:
+        dimension, dimension_problem = quiz_dimension(tournament=tournament, slug=request.GET.get("qdim"))
         quiz = quiz_build(
             tournament=tournament,
             groups=tuple(group.slug for group in board.profile),
@@ -49,8 +52,12 @@ def personal(request):
             item=request.GET.get("item"),
             answer=request.GET.get("answer"),
             style_controlled=board.style_controlled,
+            dimension=dimension,
+            dimension_answer=request.GET.get("danswer"),
         )
-    query = f"{board.query}&quiz={quiz.encoded}" if quiz and quiz.encoded else board.query
+        if quiz and dimension_problem:
+            quiz = replace(quiz, problems=(dimension_problem, *quiz.problems))
+    query = quiz_query(board, quiz)
     context = {
         "board": board,
         "rows": [(row, bars.get(row.model_id)) for row in board.rows],
@@ -58,6 +65,7 @@ def personal(request):
         "csrf_token": "",
         "quiz": quiz,
         "query": query,
+        "quiz_dimensions": quiz_dimension_choices(tournament) if quiz else [],
     }
     if request.htmx and request.htmx.target == RESULTS_TARGET:
         response = render(request, "leaderboard/personal_results.html", context)
@@ -75,6 +83,21 @@ def personal(request):
     if request.htmx:
         response["HX-Push-Url"] = f"{request.path}?{query}"
     return response
+
+
+def quiz_query(board: PersonalBoard, quiz: Quiz | None) -> str:
+    """The board's query plus the quiz's answers and dimension: the whole state, for the address bar."""
+    params = []
+    if quiz and quiz.encoded:
+        params.append(("quiz", quiz.encoded))
+    if quiz and quiz.dimension:
+        params.append(("qdim", quiz.dimension.slug))
+    return "&".join(filter(None, [board.query, urlencode(params)]))
+
+
+def quiz_dimension_choices(tournament) -> list:
+    """The dimensions a visitor may judge besides overall, in the tournament's order."""
+    return list(tournament.dimensions.exclude(slug=QUIZ_DIMENSION).order_by("position"))
 
 
 def interval_bars(board: PersonalBoard) -> dict[int, dict[str, float]]:

@@ -289,15 +289,51 @@ def quiz_encoded_for_rater(*, rater: Rater, tournament: Tournament) -> str:
     return ".".join(answers[:MAX_ANSWERS])
 
 
-def taste_spreads(*, tournament: Tournament) -> list[tuple[str, float]] | None:
+def taste_spreads(*, tournament: Tournament, dimension: str = DIMENSION) -> list[tuple[str, float]] | None:
     """Per model (name, sd of individual tastes beyond the groups), most disputed first: how much people
-    disagree about it that a group average hides. None before any counted overall vote."""
-    data = quiz_data(tournament=tournament)
-    if data is None:
+    disagree about it that a group average hides. None before any counted vote on the dimension."""
+    spread = _spread_by_slug(tournament, dimension)
+    if spread is None:
         return None
-    spread = data.population.taste_spread()
     names = dict(LLMModel.objects.filter(slug__in=spread).values_list("slug", "name"))
     return sorted(((names.get(slug, slug), sd) for slug, sd in spread.items()), key=lambda row: -row[1])
+
+
+@dataclass(frozen=True)
+class ModelSpread:
+    """How much people disagree about one model beyond their groups, for its page."""
+
+    sd: float  # of individual tastes, on the fit's log-odds scale
+    rank: int  # 1: the most disputed model of the tournament on this dimension
+    of: int
+    median: float  # the median model's sd, for scale
+
+
+def model_taste_spread(*, tournament: Tournament, dimension: str, model_slug: str) -> ModelSpread | None:
+    """The model's spread of individual tastes on a dimension, and where it stands among the models; None
+    before any counted vote on the dimension or if the model has none."""
+    spread = _spread_by_slug(tournament, dimension)
+    if not spread or model_slug not in spread:
+        return None
+    ordered = sorted(spread.values(), reverse=True)
+    return ModelSpread(
+        sd=spread[model_slug],
+        rank=ordered.index(spread[model_slug]) + 1,
+        of=len(ordered),
+        median=float(np.median(ordered)),
+    )
+
+
+def _spread_by_slug(tournament: Tournament, dimension: str) -> dict[str, float] | None:
+    # The published model alone, from the shared cache, when it is there: a page that shows the spreads
+    # need not read the quiz's items.
+    population = cache.get(_population_key(tournament, dimension=dimension))
+    if population is None:
+        data = quiz_data(tournament=tournament, dimension=dimension)
+        if data is None:
+            return None
+        population = data.population
+    return population.taste_spread()
 
 
 def _battles_with_complete_replies(battle_ids: list[int]) -> set[int]:

@@ -122,11 +122,27 @@ def test_the_methodology_page_shows_how_much_people_disagree_about_each_model(cl
     assert all(f"<td>{name}</td>" in html for name, _ in spreads)
 
 
+def test_each_model_page_shows_how_much_people_disagree_about_it_on_its_dimension(client, quizzed):
+    for dimension in ("overall", "trust-safety"):
+        spreads = quiz._spread_by_slug(quizzed, dimension)
+        for slug in spreads:
+            page = client.get(f"/leaderboard/models/{slug}/", {"dimension": dimension})
+            shown = page.context["spread"]
+            assert shown.sd == spreads[slug] and shown.of == len(spreads)
+            # Ranked by spread, equal spreads sharing a rank.
+            assert shown.rank == 1 + sum(sd > spreads[slug] for sd in spreads.values())
+            html = page.content.decode()
+            assert 'data-testid="model-taste-spread"' in html
+            assert f"<strong>{spreads[slug]:.2f}</strong>" in html
+
+
 def test_the_disagreement_figures_are_withheld_while_the_pooled_board_is(client, quizzed, settings):
     settings.POPULUS_MIN_GROUP_RATERS = 10_000
     html = client.get("/leaderboard/methodology/").content.decode()
     assert 'data-testid="pooled-raters"' in html
     assert 'data-testid="taste-spread"' not in html
+    model_page = client.get("/leaderboard/models/alpha-large/").content.decode()
+    assert 'data-testid="model-taste-spread"' not in model_page
 
 
 def test_a_panel_rater_gets_their_own_board_from_their_own_votes_only_after_the_last_vote(quizzed):

@@ -144,10 +144,12 @@ def quiz_data(
 
 
 def _quiz_data_built(tournament: Tournament, style_controlled: bool, dimension: str) -> _QuizData | None:
+    if not replies_stored(tournament=tournament):
+        return None  # nothing to judge; and no page request fits a model of a whole imported log
     choices = _counted_choices(tournament, dimension)
     if not choices:
         return None
-    features = _style_covariates(tournament, choices) if style_controlled else None
+    features = _style_covariates(choices) if style_controlled else None
     if style_controlled and features is None:
         return None
     row_of = {c[0]: k for k, c in enumerate(choices)}  # one overall verdict per battle
@@ -199,21 +201,22 @@ def quiz_population_publish(*, tournament: Tournament, dimension: str = DIMENSIO
     cross-validation), and the one that holds reply style equal where style varies, and keep them in the
     shared cache under the tournament's latest fit of that dimension. `fits_publish` calls it for each
     dimension it fits, so no page request pays for the fits. Returns the model as voted; None: no
-    counted vote on the dimension."""
+    counted vote on the dimension, or no replies to judge."""
+    if not replies_stored(tournament=tournament):
+        # An imported battle log: no item to judge, and no individual taste to learn from one anonymous
+        # judge per question; at Arena scale this fit alone took minutes and gigabytes.
+        return None
     choices = _counted_choices(tournament, dimension)
     if not choices:
         return None
-    features = _style_covariates(tournament, choices)
+    features = _style_covariates(choices)
     if features is not None:
         _population_fitted(tournament, choices, features, dimension)
     return _population_fitted(tournament, choices, None, dimension)
 
 
-def _style_covariates(tournament: Tournament, choices) -> np.ndarray | None:
-    """Each choice's battle's style covariates, a row per choice; None where no style feature varies
-    (or no battle has replies, as in an imported log: nothing is derived then)."""
-    if not replies_stored(tournament=tournament):
-        return None
+def _style_covariates(choices) -> np.ndarray | None:
+    """Each choice's battle's style covariates, a row per choice; None where no style feature varies."""
     features, names, _ = battle_covariates(battle_ids=[c[0] for c in choices])
     return features if names else None
 

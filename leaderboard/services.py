@@ -40,6 +40,7 @@ from stats.posterior import (
 from stats.summaries import DrawSummary, draws_summary
 from stats.trueskill import TrueSkillParams, rate_outcome
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
+from tournaments.selectors import tournament_is_imported
 
 logger = logging.getLogger(__name__)
 
@@ -289,9 +290,13 @@ def fits_publish(
     """Fit every dimension of a tournament (or those named) on the counted votes and store a snapshot per
     dimension: the pooled board (post-stratified to the census) and one board per group with data.
     `on_dimension` is told each dimension as its fit starts. The rigging check runs first, so raters it
-    holds out are left out of every board."""
+    holds out are left out of every board (not on an imported battle log, published as its source
+    recorded it)."""
     tournament = Tournament.objects.get(pk=tournament_id)
-    raters_rigging_hold_out(tournament_id=tournament_id)
+    if not tournament_is_imported(tournament=tournament):
+        # An imported log's raters are someone else's judge ids, all created in one import (so in one
+        # "arrival hour" to the check), with no network: the check would judge the import, not people.
+        raters_rigging_hold_out(tournament_id=tournament_id)
     dimensions = tournament.dimensions.order_by("position")
     if dimension_slugs is not None:
         dimensions = dimensions.filter(slug__in=dimension_slugs)

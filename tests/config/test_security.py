@@ -56,14 +56,18 @@ def test_production_settings_refuse_to_start_without_secrets():
     assert "DJANGO_SECRET_KEY is required" in result.stderr
 
 
-def run_prod_check(secret_key: str, panel_key: str) -> subprocess.CompletedProcess:
-    env = {
+def prod_env(secret_key: str, panel_key: str) -> dict[str, str]:
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.prod",
         "DJANGO_SECRET_KEY": secret_key,
         "PANEL_ID_HMAC_KEY": panel_key,
         "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres",
     }
+
+
+def run_prod_check(secret_key: str, panel_key: str) -> subprocess.CompletedProcess:
+    env = prod_env(secret_key, panel_key)
     return subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True
     )
@@ -96,3 +100,13 @@ def test_production_settings_refuse_a_secret_under_50_characters(name):
     assert f"{name} is 49 characters long; a secret needs at least 50" in result.stderr
     keys[name] = "x" * 50
     assert run_prod_check(keys["DJANGO_SECRET_KEY"], keys["PANEL_ID_HMAC_KEY"]).returncode == 0
+
+
+def test_the_production_worker_imports_its_views_before_its_first_request():
+    # A new gunicorn worker pays Django's lazy imports of the URL configuration and the views at start-up,
+    # not in the first request it serves (half a second or more on a busy machine).
+    env = prod_env(secrets.token_urlsafe(50), secrets.token_urlsafe(50))
+    views = ("leaderboard.views", "leaderboard.api.views")
+    loaded = f"import sys, config.wsgi; print(all(m in sys.modules for m in {views!r}))"
+    result = subprocess.run([sys.executable, "-c", loaded], cwd=REPO, env=env, capture_output=True, text=True)
+    assert result.stdout.strip() == "True", result.stdout + result.stderr

@@ -1,9 +1,12 @@
 import json
+import math
+import random
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from leaderboard.models import FitScore, FitSnapshot
+from raters.models import Rater
 from tournaments.models import Tournament
 
 pytestmark = pytest.mark.django_db
@@ -48,3 +51,28 @@ def test_it_refuses_an_unknown_tournament_or_dimension(imported):
     with pytest.raises(CommandError, match="has no dimension 'nope'"):
         call_command("fit", "--tournament", "arena", "--dimension", "nope")
     assert not FitSnapshot.objects.exists()
+
+
+def test_an_imported_log_is_published_as_recorded_without_the_rigging_check(tmp_path):
+    # The same pattern the rigging check holds out of a live study (one rater voting the weakest model
+    # over the favourite forty times, against forty raters' ordinary verdicts) stays in an imported log:
+    # its raters are someone else's judge ids, all created by one import, with no network to judge.
+    rng = random.Random(7)
+    skills = {"strong": 1.0, "middle": 0.0, "weak": -1.0}
+    rows = []
+    for judge in range(40):
+        for _ in range(10):
+            a, b = rng.sample(sorted(skills), 2)
+            p_a = 1 / (1 + math.exp(skills[b] - skills[a]))
+            rows.append({"model_a": a, "model_b": b, "winner": "model_a" if rng.random() < p_a else "model_b",
+                         "judge": f"j{judge}", "tstamp": len(rows)})  # fmt: skip
+    rows += [
+        {"model_a": "weak", "model_b": "strong", "winner": "model_a", "judge": "rigger", "tstamp": 1000 + n}
+        for n in range(40)
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    call_command("import_battles", str(path), "--tournament", "arena", "--create", "--name", "Arena")
+    call_command("fit", "--tournament", "arena")
+    assert not Rater.objects.filter(held_out_at__isnull=False).exists()
+    assert FitSnapshot.objects.get(tournament__slug="arena").votes == 440

@@ -29,6 +29,7 @@ def quizzed(study, groups, tournament, settings):
     settings.POPULUS_MIN_GROUP_RATERS = 5
     sample_fitted(study, tournament)
     conversations_written(Battle.objects.filter(tournament=tournament))
+    fits_publish(tournament_id=tournament.pk)  # the quiz's model is fitted only where replies are stored
     return tournament
 
 
@@ -177,6 +178,24 @@ def test_it_fits_the_personal_model_when_the_fits_are_published_not_on_a_page_re
     assert quiz._population_key(quizzed) != key
     assert cache.get(quiz._population_key(quizzed)).taste_scale != -1.0
     assert quiz.quiz_data(tournament=quizzed).population.taste_scale != -1.0
+
+
+def test_a_tournament_without_replies_fits_no_personal_model_on_publish_or_on_a_page(
+    study, groups, tournament, settings, monkeypatch
+):
+    # An imported battle log: votes, no conversations. Its quiz has nothing to judge, and fitting the
+    # individual-level model on a log of millions of votes took minutes and gigabytes.
+    settings.POPULUS_MIN_GROUP_RATERS = 5
+    sample_fitted(study, tournament)
+    assert cache.get(quiz._population_key(tournament)) is None
+
+    def refused(*args, **kwargs):
+        raise AssertionError("no personal model for a tournament without replies")
+
+    monkeypatch.setattr(quiz.Population, "fit", refused)
+    quiz._cache.clear()
+    assert quiz.quiz_data(tournament=tournament) is None
+    assert quiz.taste_spreads(tournament=tournament) is None
 
 
 def test_its_style_switch_falls_back_to_the_quiz_as_voted_where_replies_never_differ_in_style(quizzed):

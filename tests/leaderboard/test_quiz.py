@@ -121,6 +121,8 @@ def test_the_methodology_page_shows_how_much_people_disagree_about_each_model(cl
         (name for name, _ in spreads), key=lambda name: -dict(spreads)[name]
     )
     assert all(f"<td>{name}</td>" in html for name, _ in spreads)
+    # The quiz's shared answers are named as an audience apart, with a link to their own board.
+    assert f'href="/leaderboard/personal/open-answers/?tournament={quizzed.slug}"' in html
 
 
 def test_each_model_page_shows_how_much_people_disagree_about_it_on_its_dimension(client, quizzed):

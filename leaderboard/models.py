@@ -1,7 +1,7 @@
 from django.db import models
 from django.db.models import Q
 
-from tournaments.models import Tournament
+from tournaments.models import Outcome, Tournament
 
 
 class Rating(models.Model):
@@ -188,6 +188,51 @@ class FitPosterior(models.Model):
 
     def __str__(self):
         return f"Posterior of {self.snapshot}"
+
+
+class QuizContribution(models.Model):
+    """A quiz visitor's answers, stored only because they ticked "add my answers to the open data".
+
+    An audience of its own: no rater, session or cookie is attached, and nothing that fits, rates or
+    exports a study's boards reads this table (they read `tournaments.VoteChoice`); the answers have a
+    board and a download of their own (`leaderboard.quiz_contributions`). `encoded` is the quiz's
+    address form of the answers; `digest` keys it, so the same answers sent twice store once.
+    """
+
+    tournament = models.ForeignKey(Tournament, on_delete=models.PROTECT, related_name="+")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    encoded = models.TextField(editable=False)
+    # The publishable groups of the visitor's profile, as their board used them.
+    groups = models.ManyToManyField("raters.Group", blank=True, related_name="+")
+    # The one other dimension they judged, if any.
+    dimension = models.ForeignKey(
+        "tournaments.Dimension", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"Quiz answers {self.pk} on {self.tournament}"
+
+
+class QuizAnswer(models.Model):
+    """One verdict of a contribution on one battle and dimension, relative to the battle's model A."""
+
+    contribution = models.ForeignKey(QuizContribution, on_delete=models.CASCADE, related_name="answers")
+    # Erasing a rater deletes their battles, and the answers about them go too.
+    battle = models.ForeignKey("tournaments.Battle", on_delete=models.CASCADE, related_name="+")
+    dimension = models.ForeignKey("tournaments.Dimension", on_delete=models.PROTECT, related_name="+")
+    outcome = models.CharField(max_length=3, choices=Outcome.choices)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["contribution", "battle", "dimension"], name="quizanswer_one_per_battle_dimension"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.dimension}: {self.outcome}"
 
 
 class TournamentBoards(Tournament):

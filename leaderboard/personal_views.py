@@ -1,10 +1,14 @@
+from dataclasses import replace
 from urllib.parse import urlencode
 
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.views.decorators.http import require_safe
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST, require_safe
 
+from config.client_ip import network_fingerprint
+from config.errors import ApplicationError, InvalidInput, RateLimited
 from leaderboard.boards import publishable_group_ids
 from leaderboard.personal import (
     MAX_WEIGHT,
@@ -14,7 +18,9 @@ from leaderboard.personal import (
     personal_tournament,
     profile_choices,
 )
-from leaderboard.quiz import quiz_build, quiz_encoded_for_rater
+from leaderboard.quiz import DIMENSION as QUIZ_DIMENSION
+from leaderboard.quiz import quiz_build, quiz_dimension, quiz_encoded_for_rater
+from leaderboard.quiz_contributions import contributed_board, quiz_contribution_add
 from raters.decorators import rater_required
 from raters.models import Country, Rater
 
@@ -42,6 +48,7 @@ def personal(request):
     bars = interval_bars(board)
     quiz = None
     if board.ranked and not board.suppressed:
+        dimension, dimension_problem = quiz_dimension(tournament=tournament, slug=request.GET.get("qdim"))
         quiz = quiz_build(
             tournament=tournament,
             groups=tuple(group.slug for group in board.profile),
@@ -49,8 +56,12 @@ def personal(request):
             item=request.GET.get("item"),
             answer=request.GET.get("answer"),
             style_controlled=board.style_controlled,
+            dimension=dimension,
+            dimension_answer=request.GET.get("danswer"),
         )
-    query = f"{board.query}&quiz={quiz.encoded}" if quiz and quiz.encoded else board.query
+        if quiz and dimension_problem:
+            quiz = replace(quiz, problems=(dimension_problem, *quiz.problems))
+    query = quiz_query(board, quiz.encoded, quiz.dimension) if quiz else board.query
     context = {
         "board": board,
         "rows": [(row, bars.get(row.model_id)) for row in board.rows],
@@ -58,6 +69,7 @@ def personal(request):
         "csrf_token": "",
         "quiz": quiz,
         "query": query,
+        "quiz_dimensions": quiz_dimension_choices(tournament) if quiz else [],
     }
     if request.htmx and request.htmx.target == RESULTS_TARGET:
         response = render(request, "leaderboard/personal_results.html", context)
@@ -77,6 +89,19 @@ def personal(request):
     return response
 
 
+def quiz_query(board: PersonalBoard, encoded: str, dimension) -> str:
+    """The board's query plus the quiz's answers and dimension: the whole state, for the address bar."""
+    params = [("quiz", encoded)] if encoded else []
+    if dimension is not None:
+        params.append(("qdim", dimension.slug))
+    return "&".join(filter(None, [board.query, urlencode(params)]))
+
+
+def quiz_dimension_choices(tournament) -> list:
+    """The dimensions a visitor may judge besides overall, in the tournament's order."""
+    return list(tournament.dimensions.exclude(slug=QUIZ_DIMENSION).order_by("position"))
+
+
 def interval_bars(board: PersonalBoard) -> dict[int, dict[str, float]]:
     """Per ranked model, where its interval and score fall on one scale shared by the whole table, for
     the small SVG beside each score (drawn with attributes: the CSP allows no inline styles)."""
@@ -94,6 +119,74 @@ def interval_bars(board: PersonalBoard) -> dict[int, dict[str, float]]:
         row.model_id: {"low": x(row.score_low), "high": x(row.score_high), "score": x(row.score)}
         for row in ranked
     }
+
+
+@csrf_exempt  # see below
+@require_POST
+def personal_contribute(request):
+    """Add the visitor's quiz answers to the open data, only when they ticked the box.
+
+    No CSRF token: the personal page sets no cookie, and this write carries no identity (no session,
+    no rater), so a forged cross-site request can do nothing that a direct one cannot; it is rate
+    limited per network and idempotent instead. Bad input (no tick, no answers, an altered link) is
+    answered with a clear error and stores nothing."""
+    try:
+        context = _contribution_added(request)
+    except ApplicationError as error:
+        # Rendered here rather than by the error middleware, with an empty CSRF token as on the personal
+        # page, so that a refused submission sets no cookie either.
+        context = {"title": error.title, "message": error.message, "csrf_token": ""}
+        response = render(request, "error.html", context, status=error.status)
+        if isinstance(error, RateLimited):
+            response["Retry-After"] = str(error.retry_after)
+        return response
+    return render(request, "leaderboard/personal_contributed.html", context)
+
+
+def _contribution_added(request) -> dict:
+    params = personal_params(query=request.POST)
+    tournament, problem = personal_tournament(slug=params.pop("tournament_slug"))
+    if tournament is None or problem:
+        raise InvalidInput("This board's tournament no longer exists. Nothing was stored.")
+    board = personal_board(tournament=tournament, **params)
+    dimension, dimension_problem = quiz_dimension(tournament=tournament, slug=request.POST.get("qdim"))
+    if dimension_problem:
+        raise InvalidInput(f"{dimension_problem} Nothing was stored.")
+    added = quiz_contribution_add(
+        tournament=tournament,
+        encoded=request.POST.get("quiz", ""),
+        groups=board.profile,
+        dimension=dimension,
+        opted_in=request.POST.get("open_data") == "yes",
+        network=network_fingerprint(request),
+    )
+    return {
+        "added": added,
+        "tournament": tournament,
+        "query": quiz_query(board, added.contribution.encoded, dimension),
+        "csrf_token": "",
+    }
+
+
+@require_safe
+def personal_open_answers(request):
+    """The board of the quiz visitors who added their answers to the open data: an audience of its own,
+    apart from every study's boards."""
+    tournament, problem = personal_tournament(slug=request.GET.get("tournament"))
+    if tournament is None:
+        return render(
+            request, "leaderboard/personal_open_answers.html", {"tournament": None, "csrf_token": ""}
+        )
+    rows, contributions, verdicts = contributed_board(tournament=tournament)
+    context = {
+        "csrf_token": "",
+        "tournament": tournament,
+        "rows": rows,
+        "contributions": contributions,
+        "verdicts": verdicts,
+        "problem": problem,
+    }
+    return render(request, "leaderboard/personal_open_answers.html", context)
 
 
 @require_safe

@@ -9,6 +9,10 @@ The visitor judges real battles (a prompt and the two replies, anonymous, in ran
 * The answers live in the address only (``quiz=<item><a|b|t>.<item><a|b|t>...``, an item being the first
   ``CODE_CHARS`` hex digits of the battle's open-data pseudonym, the outcome relative to the battle's
   model A): nothing is stored and no cookie is set, and the address reproduces the board.
+* One dimension too, optionally (``qdim=<dimension slug>``): the visitor may also judge each item on one
+  other dimension they care about; that verdict follows the overall one in the token
+  (``<item><overall><dimension>``, a 14th character; 13-character tokens, the older addresses, have none)
+  and moves their own board for that dimension, from that dimension's model.
 * The individual-level model is fitted when the tournament's fits are published (`fits_publish` calls
   `quiz_population_publish`) and kept in the shared cache under that overall fit, so no page request
   pays the seconds it takes. The items are read per state of the counted overall votes (their count and
@@ -37,7 +41,7 @@ from leaderboard.exports import exported_votes, keyed_digest
 from leaderboard.models import FitSnapshot
 from raters.models import Group, Rater
 from stats.personalization import Person, Population
-from tournaments.models import Battle, LLMModel, Reply, Tournament, Turn, VoteChoice
+from tournaments.models import Battle, Dimension, LLMModel, Reply, Tournament, Turn, VoteChoice
 
 DIMENSION = "overall"
 CODE_CHARS = 12
@@ -108,23 +112,30 @@ class Quiz:
     closest_group: str | None
     problems: tuple[str, ...]
     style_controlled: bool = False  # the model holds reply style equal
+    dimension: Dimension | None = None  # the one other dimension the visitor judges, if any
+    dimension_answered: int = 0
+    dimension_rows: tuple[OwnRow, ...] = ()  # their own board on it
 
     @property
     def progress(self) -> int:
         return min(self.answered, self.length)
 
 
-def quiz_data(*, tournament: Tournament, style_controlled: bool = False) -> _QuizData | None:
-    """The fitted individual-level model and the items of this tournament, with the model that holds
-    reply style equal if `style_controlled` (None: nothing to judge, or no reply style that varies)."""
+def quiz_data(
+    *, tournament: Tournament, style_controlled: bool = False, dimension: str = DIMENSION
+) -> _QuizData | None:
+    """The fitted individual-level model of a dimension (overall by default) and the items of this
+    tournament that have a verdict on it, with the model that holds reply style equal if
+    `style_controlled` (None: nothing to judge, or no reply style that varies)."""
     votes = exported_votes(tournament=tournament)
     state = votes.aggregate(n=Count("pk"), last=Max("pk"))
     # A new fit (a new population) or a vote counted, flagged or erased since (new items) starts afresh.
-    key = (_population_key(tournament, style_controlled=style_controlled), state["n"], state["last"])
+    population_key = _population_key(tournament, style_controlled=style_controlled, dimension=dimension)
+    key = (population_key, state["n"], state["last"])
     with _lock:
         if key in _cache:
             return _cache[key]
-    data = _quiz_data_built(tournament, style_controlled)
+    data = _quiz_data_built(tournament, style_controlled, dimension)
     with _lock:
         _cache[key] = data
         for old in list(_cache)[:-_KEPT]:
@@ -132,10 +143,10 @@ def quiz_data(*, tournament: Tournament, style_controlled: bool = False) -> _Qui
     return data
 
 
-def _quiz_data_built(tournament: Tournament, style_controlled: bool) -> _QuizData | None:
+def _quiz_data_built(tournament: Tournament, style_controlled: bool, dimension: str) -> _QuizData | None:
     if not replies_stored(tournament=tournament):
         return None  # nothing to judge; and no page request fits a model of a whole imported log
-    choices = _counted_choices(tournament)
+    choices = _counted_choices(tournament, dimension)
     if not choices:
         return None
     features = _style_covariates(choices) if style_controlled else None
@@ -158,20 +169,22 @@ def _quiz_data_built(tournament: Tournament, style_controlled: bool) -> _QuizDat
         )
         by_pair[tuple(sorted(pairs[battle.pk]))].append(code)
     return _QuizData(
-        population=_population_published(tournament, choices, features),
+        population=_population_published(tournament, choices, features, dimension),
         items=items,
         items_by_pair={k: sorted(v) for k, v in by_pair.items()},
     )
 
 
-def _counted_choices(tournament: Tournament) -> list[tuple[int, int, str, str, str]]:
-    """(battle, rater, model A slug, model B slug, outcome) of every counted overall vote."""
+def _counted_choices(
+    tournament: Tournament, dimension: str = DIMENSION
+) -> list[tuple[int, int, str, str, str]]:
+    """(battle, rater, model A slug, model B slug, outcome) of every counted vote on the dimension."""
     return list(
         VoteChoice.objects.counted()
         .filter(
             vote__battle__tournament=tournament,
             vote__battle__state=Battle.State.VOTED,
-            dimension__slug=DIMENSION,
+            dimension__slug=dimension,
         )
         .values_list(
             "vote__battle_id",
@@ -183,22 +196,23 @@ def _counted_choices(tournament: Tournament) -> list[tuple[int, int, str, str, s
     )
 
 
-def quiz_population_publish(*, tournament: Tournament) -> Population | None:
-    """Fit the individual-level model (seconds: the taste covariance's EM and cross-validation), and the
-    one that holds reply style equal where style varies, and keep them in the shared cache under the
-    tournament's latest overall fit. `fits_publish` calls it, so no page request pays for the fits.
-    Returns the model as voted; None: no counted overall vote, or no replies to judge."""
+def quiz_population_publish(*, tournament: Tournament, dimension: str = DIMENSION) -> Population | None:
+    """Fit the individual-level model of a dimension (seconds: the taste covariance's EM and
+    cross-validation), and the one that holds reply style equal where style varies, and keep them in the
+    shared cache under the tournament's latest fit of that dimension. `fits_publish` calls it for each
+    dimension it fits, so no page request pays for the fits. Returns the model as voted; None: no
+    counted vote on the dimension, or no replies to judge."""
     if not replies_stored(tournament=tournament):
         # An imported battle log: no item to judge, and no individual taste to learn from one anonymous
         # judge per question; at Arena scale this fit alone took minutes and gigabytes.
         return None
-    choices = _counted_choices(tournament)
+    choices = _counted_choices(tournament, dimension)
     if not choices:
         return None
     features = _style_covariates(choices)
     if features is not None:
-        _population_fitted(tournament, choices, features)
-    return _population_fitted(tournament, choices)
+        _population_fitted(tournament, choices, features, dimension)
+    return _population_fitted(tournament, choices, None, dimension)
 
 
 def _style_covariates(choices) -> np.ndarray | None:
@@ -207,15 +221,19 @@ def _style_covariates(choices) -> np.ndarray | None:
     return features if names else None
 
 
-def _population_published(tournament: Tournament, choices, features: np.ndarray | None = None) -> Population:
-    kept = cache.get(_population_key(tournament, style_controlled=features is not None))
+def _population_published(
+    tournament: Tournament, choices, features: np.ndarray | None = None, dimension: str = DIMENSION
+) -> Population:
+    kept = cache.get(_population_key(tournament, style_controlled=features is not None, dimension=dimension))
     if kept is not None:
         return kept
     # Nothing kept for this fit (votes before the first fit, or the cache was emptied): fit it once here.
-    return _population_fitted(tournament, choices, features)
+    return _population_fitted(tournament, choices, features, dimension)
 
 
-def _population_fitted(tournament: Tournament, choices, features: np.ndarray | None = None) -> Population:
+def _population_fitted(
+    tournament: Tournament, choices, features: np.ndarray | None = None, dimension: str = DIMENSION
+) -> Population:
     publishable = publishable_group_ids(tournament=tournament)
     slugs = dict(Group.objects.filter(pk__in=publishable).values_list("pk", "slug"))
     groups = defaultdict(list)
@@ -228,21 +246,25 @@ def _population_fitted(tournament: Tournament, choices, features: np.ndarray | N
         features=features,
         seed=tournament.pk,
     )
-    key = _population_key(tournament, style_controlled=features is not None)
+    key = _population_key(tournament, style_controlled=features is not None, dimension=dimension)
     cache.set(key, population, timeout=POPULATION_SECONDS)
     return population
 
 
-def _population_key(tournament: Tournament, *, style_controlled: bool = False) -> str:
-    """The shared cache key of the population: one per published overall fit of the tournament, and
+def _population_key(
+    tournament: Tournament, *, style_controlled: bool = False, dimension: str = DIMENSION
+) -> str:
+    """The shared cache key of the population: one per published fit of the tournament's dimension, and
     view (as voted, or with reply style held equal)."""
     latest = (
-        FitSnapshot.objects.filter(tournament=tournament, dimension__slug=DIMENSION)
+        FitSnapshot.objects.filter(tournament=tournament, dimension__slug=dimension)
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)
         .first()
     )
-    return f"populus:quiz-population:{tournament.pk}:{latest}" + (":style" if style_controlled else "")
+    # The overall key has no dimension in it: the one it had before the other dimensions had models.
+    named = "" if dimension == DIMENSION else f":{dimension}"
+    return f"populus:quiz-population:{tournament.pk}:{latest}{named}" + (":style" if style_controlled else "")
 
 
 def item_code(battle: Battle) -> str:
@@ -270,15 +292,51 @@ def quiz_encoded_for_rater(*, rater: Rater, tournament: Tournament) -> str:
     return ".".join(answers[:MAX_ANSWERS])
 
 
-def taste_spreads(*, tournament: Tournament) -> list[tuple[str, float]] | None:
+def taste_spreads(*, tournament: Tournament, dimension: str = DIMENSION) -> list[tuple[str, float]] | None:
     """Per model (name, sd of individual tastes beyond the groups), most disputed first: how much people
-    disagree about it that a group average hides. None before any counted overall vote."""
-    data = quiz_data(tournament=tournament)
-    if data is None:
+    disagree about it that a group average hides. None before any counted vote on the dimension."""
+    spread = _spread_by_slug(tournament, dimension)
+    if spread is None:
         return None
-    spread = data.population.taste_spread()
     names = dict(LLMModel.objects.filter(slug__in=spread).values_list("slug", "name"))
     return sorted(((names.get(slug, slug), sd) for slug, sd in spread.items()), key=lambda row: -row[1])
+
+
+@dataclass(frozen=True)
+class ModelSpread:
+    """How much people disagree about one model beyond their groups, for its page."""
+
+    sd: float  # of individual tastes, on the fit's log-odds scale
+    rank: int  # 1: the most disputed model of the tournament on this dimension
+    of: int
+    median: float  # the median model's sd, for scale
+
+
+def model_taste_spread(*, tournament: Tournament, dimension: str, model_slug: str) -> ModelSpread | None:
+    """The model's spread of individual tastes on a dimension, and where it stands among the models; None
+    before any counted vote on the dimension or if the model has none."""
+    spread = _spread_by_slug(tournament, dimension)
+    if not spread or model_slug not in spread:
+        return None
+    ordered = sorted(spread.values(), reverse=True)
+    return ModelSpread(
+        sd=spread[model_slug],
+        rank=ordered.index(spread[model_slug]) + 1,
+        of=len(ordered),
+        median=float(np.median(ordered)),
+    )
+
+
+def _spread_by_slug(tournament: Tournament, dimension: str) -> dict[str, float] | None:
+    # The published model alone, from the shared cache, when it is there: a page that shows the spreads
+    # need not read the quiz's items.
+    population = cache.get(_population_key(tournament, dimension=dimension))
+    if population is None:
+        data = quiz_data(tournament=tournament, dimension=dimension)
+        if data is None:
+            return None
+        population = data.population
+    return population.taste_spread()
 
 
 def _battles_with_complete_replies(battle_ids: list[int]) -> set[int]:
@@ -296,21 +354,46 @@ def _battles_with_complete_replies(battle_ids: list[int]) -> set[int]:
     return {battle_id for battle_id, n in turns.items() if replies[battle_id] == 2 * n}
 
 
-def quiz_answers_parsed(*, encoded: str, data: _QuizData) -> tuple[list[tuple[str, str]], list[str]]:
-    """``[(item code, outcome)]`` from the address, dropping what cannot be used (with a problem)."""
-    answers: list[tuple[str, str]] = []
+@dataclass(frozen=True)
+class Answer:
+    code: str
+    outcome: str  # overall: "a", "b" or "tie", relative to the battle's model A
+    dimension_outcome: str | None = None  # on the visitor's one other dimension, if they gave it
+
+    @property
+    def token(self) -> str:
+        extra = CODE_OF_OUTCOME[self.dimension_outcome] if self.dimension_outcome else ""
+        return self.code + CODE_OF_OUTCOME[self.outcome] + extra
+
+
+def quiz_answers_parsed(*, encoded: str, data: _QuizData) -> tuple[list[Answer], list[str]]:
+    """The answers in the address (``<item><overall>[<dimension>]`` tokens), dropping what cannot be
+    used (with a problem)."""
+    answers: list[Answer] = []
     problems: list[str] = []
     for token in encoded.split(".") if encoded else []:
-        code, outcome = token[:-1], OUTCOME_CODES.get(token[-1:])
-        if outcome is None or code not in data.items:
+        code, verdicts = token[:CODE_CHARS], token[CODE_CHARS:]
+        outcomes = [OUTCOME_CODES.get(verdict) for verdict in verdicts]
+        if not 1 <= len(outcomes) <= 2 or None in outcomes or code not in data.items:
             problems.append(
                 "An answer in this link is not about a published battle any more; it was left out."
             )
-        elif any(code == seen for seen, _ in answers):
+        elif any(code == seen.code for seen in answers):
             continue
         else:
-            answers.append((code, outcome))
+            answers.append(Answer(code, outcomes[0], outcomes[1] if len(outcomes) == 2 else None))
     return answers[:MAX_ANSWERS], problems[:1]
+
+
+def quiz_dimension(*, tournament: Tournament, slug: str | None) -> tuple[Dimension | None, str | None]:
+    """The one other dimension the visitor asked to judge (``qdim``), or None, with a problem to show
+    when the name is not one of the tournament's other dimensions."""
+    if not slug:
+        return None, None
+    dimension = tournament.dimensions.exclude(slug=DIMENSION).filter(slug=slug).first()
+    if dimension is None:
+        return None, f"This tournament has no dimension called “{slug}” to judge; the quiz asks overall only."
+    return dimension, None
 
 
 def quiz_build(
@@ -321,10 +404,13 @@ def quiz_build(
     item: str | None,
     answer: str | None,
     style_controlled: bool = False,
+    dimension: Dimension | None = None,
+    dimension_answer: str | None = None,
 ) -> Quiz | None:
     """The quiz for this visitor: their answers so far (plus the one just given), the next item, and
     their own board; from the model that holds reply style equal with `style_controlled` (the personal
-    board's switch), or as voted, with a note, where there is none."""
+    board's switch), or as voted, with a note, where there is none. With `dimension`, the visitor also
+    judges that dimension (`dimension_answer`, optional per item) and gets their own board on it."""
     data = quiz_data(tournament=tournament, style_controlled=style_controlled)
     unstyled = []
     if data is None and style_controlled:
@@ -333,15 +419,21 @@ def quiz_build(
     if data is None or not data.items:
         return None
     answers, problems = quiz_answers_parsed(encoded=encoded, data=data)
-    if item and answer in OUTCOME_CODES and item in data.items and all(item != code for code, _ in answers):
-        answers = [*answers, (item, OUTCOME_CODES[answer])][:MAX_ANSWERS]
+    if item and answer in OUTCOME_CODES and item in data.items and all(item != a.code for a in answers):
+        on_dimension = OUTCOME_CODES.get(dimension_answer or "") if dimension else None
+        answers = [*answers, Answer(item, OUTCOME_CODES[answer], on_dimension)][:MAX_ANSWERS]
     person = data.population.person(groups)
-    for code, outcome in answers:
-        answered = data.items[code]
-        person.observe(answered.model_a, answered.model_b, outcome, features=answered.features or None)
-    encoded = ".".join(code + CODE_OF_OUTCOME[outcome] for code, outcome in answers)
-    shown = _next_item(data, person, {code for code, _ in answers}, encoded)
+    for given in answers:
+        answered = data.items[given.code]
+        person.observe(answered.model_a, answered.model_b, given.outcome, features=answered.features or None)
+    encoded = ".".join(given.token for given in answers)
+    shown = _next_item(data, person, {given.code for given in answers}, encoded)
     names = dict(LLMModel.objects.filter(slug__in=data.population.models).values_list("slug", "name"))
+    dimension_rows, dimension_answered = (), 0
+    if dimension is not None:
+        dimension_rows, dimension_answered = _dimension_board(
+            tournament, dimension, groups, answers, style_controlled, names
+        )
     return Quiz(
         encoded=encoded,
         answered=len(answers),
@@ -352,7 +444,37 @@ def quiz_build(
         closest_group=_closest_group(data.population, person) if answers else None,
         problems=(*unstyled, *problems),
         style_controlled=style_controlled,
+        dimension=dimension,
+        dimension_answered=dimension_answered,
+        dimension_rows=dimension_rows,
     )
+
+
+def _dimension_board(
+    tournament: Tournament,
+    dimension: Dimension,
+    groups: tuple[str, ...],
+    answers: list[Answer],
+    style_controlled: bool,
+    names: dict[str, str],
+) -> tuple[tuple[OwnRow, ...], int]:
+    """The visitor's own board on their one other dimension, from that dimension's model and their
+    verdicts on it (an item whose battle has no counted verdict on the dimension moves nothing), and
+    how many verdicts it used. Empty while the dimension has no model (nobody has voted on it)."""
+    data = quiz_data(tournament=tournament, style_controlled=style_controlled, dimension=dimension.slug)
+    if data is None and style_controlled:
+        data = quiz_data(tournament=tournament, dimension=dimension.slug)
+    if data is None:
+        return (), 0
+    person = data.population.person(groups)
+    used = 0
+    for given in answers:
+        answered = data.items.get(given.code)
+        if given.dimension_outcome and answered is not None:
+            features = answered.features or None
+            person.observe(answered.model_a, answered.model_b, given.dimension_outcome, features=features)
+            used += 1
+    return _own_rows(data.population, person, names), used
 
 
 def _next_item(data: _QuizData, person: Person, used: set[str], encoded: str) -> Shown | None:

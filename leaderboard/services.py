@@ -23,7 +23,6 @@ from leaderboard.models import (
     FitSnapshot,
     Rating,
 )
-from leaderboard.quiz import DIMENSION as QUIZ_DIMENSION
 from leaderboard.quiz import quiz_population_publish
 from raters.models import Group, Rater
 from raters.selectors import published_rater_q
@@ -308,9 +307,10 @@ def fits_publish(
             if on_dimension:
                 on_dimension(dimension)
             snapshots.append(_fit_dimension(tournament, dimension))
-    if any(snapshot.dimension.slug == QUIZ_DIMENSION for snapshot in snapshots):
-        # Personal boards start from the new fit; their model is fitted here, not on a page request.
-        quiz_population_publish(tournament=tournament)
+    for snapshot in snapshots:
+        # Personal boards start from the new fit; the quiz's model of each dimension is fitted here, not
+        # on a page request.
+        quiz_population_publish(tournament=tournament, dimension=snapshot.dimension.slug)
     board_cache_bump(tournament_id=tournament_id)
     return snapshots
 

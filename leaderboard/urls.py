@@ -11,6 +11,12 @@ urlpatterns = [
     path("leaderboard/matrices/", views.matrices, name="matrices"),
     path("leaderboard/personal/", personal_views.personal, name="personal"),
     path("leaderboard/personal/mine/", personal_views.personal_mine, name="personal_mine"),
+    path("leaderboard/personal/contribute/", personal_views.personal_contribute, name="personal_contribute"),
+    path(
+        "leaderboard/personal/open-answers/",
+        personal_views.personal_open_answers,
+        name="personal_open_answers",
+    ),
     path(
         "staff/tournaments/<slug:slug>/battles-linked.jsonl",
         staff_views.battles_linked,

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_safe
 from config.errors import NotFound
 from leaderboard.boards import board_get
 from leaderboard.page_cache import cached_page
-from leaderboard.quiz import taste_spreads
+from leaderboard.quiz import model_taste_spread, taste_spreads
 from leaderboard.selectors import (
     MATRIX_TOP_CHOICES,
     board_choices,
@@ -97,7 +97,11 @@ def model_detail(request, *, slug: str, fragment: bool):
     if dimension is None:
         raise NotFound(f"The tournament '{tournament.slug}' has no dimensions yet.")
     context = {
-        "page": model_page(model=model, tournament=tournament, tournaments=tournaments, dimension=dimension)
+        "page": model_page(model=model, tournament=tournament, tournaments=tournaments, dimension=dimension),
+        # Like every figure about raters, published only once the pooled board is.
+        "spread": None
+        if board_get(dimension=dimension).suppressed
+        else model_taste_spread(tournament=tournament, dimension=dimension.slug, model_slug=model.slug),
     }
     template = "leaderboard/_model_detail.html" if fragment else "leaderboard/model.html"
     return render(request, template, context)

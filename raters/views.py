@@ -198,6 +198,9 @@ def next_step(request):
     outcome = rater_outcome(rater=rater)
     if outcome is None:
         return redirect("tournaments:battle_next")
-    if not session_may_see_code(request, rater=rater):
+    own_session = session_may_see_code(request, rater=rater)
+    if not own_session:
         outcome = outcome.withheld()
-    return render(request, "raters/outcome.html", {"outcome": outcome})
+    # After the last vote, so it cannot change how they vote: their own board from their own votes.
+    own_board = own_session and rater.status == Rater.Status.COMPLETED
+    return render(request, "raters/outcome.html", {"outcome": outcome, "own_board": own_board})

@@ -6,6 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from leaderboard.models import QuizContribution
 from leaderboard.quiz import QUIZ_LENGTH
 from tests.leaderboard.test_personal import sample_fitted
 from tests.leaderboard.test_quiz import conversations_written
@@ -56,3 +57,44 @@ def test_ten_answers_change_the_own_board_and_the_address_reproduces_it(
     expect(page.get_by_test_id("quiz-count")).to_have_text("10 answered")
     assert own_board(page).inner_text() == after
     assert page.console_errors == []
+
+
+def test_a_dimension_judged_alongside_moves_its_own_board_and_the_tick_adds_the_answers_once(
+    page,  # noqa: F811
+    live_server,
+    study,
+    groups,
+    tournament,
+    settings,
+):
+    settings.POPULUS_MIN_GROUP_RATERS = 5
+    sample_fitted(study, tournament)
+    conversations_written(Battle.objects.filter(tournament=tournament))
+    page.goto(f"{live_server.url}/leaderboard/personal/?w-overall=10")
+    page.get_by_test_id("quiz-dimension").select_option("communication")
+    expect(page).to_have_url(re.compile(r"qdim=communication"))
+    dimension_board = page.get_by_test_id("own-dimension-board").locator("tbody")
+    before = dimension_board.inner_text()
+    for answered in range(1, 6):
+        page.keyboard.press("3")  # Communication: the right reply, by keyboard
+        page.keyboard.press("t")  # overall: a tie
+        expect(page.get_by_test_id("quiz-count")).to_have_text(f"{answered} answered")
+    expect(page).to_have_url(re.compile(r"quiz=(\w{12}t[ab]\.){4}\w{12}t[ab]($|&)"))
+    expect(page.get_by_test_id("quiz-dimension-count")).to_have_text(re.compile("^5 of your answers"))
+    assert dimension_board.inner_text() != before
+    assert page.context.cookies() == []  # nothing stored, no cookie
+
+    # Added to the open data only with the tick: without it, a clear error and nothing stored.
+    page.get_by_role("button", name="Add them").click()
+    expect(page.get_by_text("Nothing was stored")).to_be_visible()
+    assert not QuizContribution.objects.exists()
+    page.go_back()
+    page.get_by_label("Add my answers to the open data").check()
+    page.get_by_role("button", name="Add them").click()
+    expect(page.get_by_test_id("contributed")).to_contain_text("10 verdicts added")
+    assert QuizContribution.objects.get().answers.count() == 10
+    assert page.context.cookies() == []
+    page.get_by_role("link", name="Back to your board").click()
+    expect(page.get_by_test_id("quiz-count")).to_have_text("5 answered")
+    # The refused submission's 400 is the one error the console reports.
+    assert [error for error in page.console_errors if "status of 400" not in error] == []

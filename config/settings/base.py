@@ -182,6 +182,8 @@ RATE_LIMIT_MESSAGES_PER_MINUTE = env_int("RATE_LIMIT_MESSAGES_PER_MINUTE", 12)
 RATE_LIMIT_VOTES_PER_MINUTE = env_int("RATE_LIMIT_VOTES_PER_MINUTE", 10)
 # Per rater-API client: participants it may enter a minute (quotas bound a study, but not one without).
 RATE_LIMIT_API_ENTRIES_PER_MINUTE = env_int("RATE_LIMIT_API_ENTRIES_PER_MINUTE", 120)
+# Per network: quiz answers a visitor adds to the open data (anonymous: keyed on the network fingerprint).
+RATE_LIMIT_QUIZ_CONTRIBUTIONS_PER_MINUTE = env_int("RATE_LIMIT_QUIZ_CONTRIBUTIONS_PER_MINUTE", 5)
 # A streaming reply's text so far is stored at most this often (seconds), for the page to show it.
 REPLY_PARTIAL_WRITE_SECONDS = env_int("REPLY_PARTIAL_WRITE_MS", 300) / 1000
 # A reply still "running" after this long is taken to belong to a dead worker and is retried. It must

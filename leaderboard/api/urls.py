@@ -16,6 +16,11 @@ urlpatterns = [
     path("tournaments/<slug:slug>/boards.csv", views.BoardsExportCsv.as_view(), name="export-boards-csv"),
     path("tournaments/<slug:slug>/boards.json", views.BoardsExportJson.as_view(), name="export-boards-json"),
     path("tournaments/<slug:slug>/battles.jsonl", views.BattlesExport.as_view(), name="export-battles-jsonl"),
+    path(
+        "tournaments/<slug:slug>/quiz-answers.jsonl",
+        views.QuizAnswersExport.as_view(),
+        name="export-quiz-answers-jsonl",
+    ),
     path("dimensions/", views.DimensionList.as_view(), name="dimensions"),
     path("groups/", views.GroupList.as_view(), name="groups"),
     path("models/", views.ModelList.as_view(), name="models"),

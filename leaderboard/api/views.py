@@ -39,6 +39,7 @@ from leaderboard.boards import (
 )
 from leaderboard.models import FitSnapshot
 from leaderboard.personal import personal_board
+from leaderboard.quiz_contributions import contribution_lines
 from leaderboard.selectors import board_choices, tournament_named
 from raters.models import Axis, Country, Group
 from tournaments.models import Dimension, Tournament
@@ -491,6 +492,32 @@ class BoardsExportCsv(PublicReadMixin, APIView):
             render=exports.boards_csv,
         )
         response["Content-Disposition"] = f'attachment; filename="{slug}-boards.csv"'
+        return response
+
+
+class QuizAnswersExport(PublicReadMixin, APIView):
+    """The quiz answers visitors added to the open data (an audience of its own, on none of the study's
+    boards), one contribution a line, streamed."""
+
+    throttle_classes = [ExportThrottle]
+    throttle_after_cache = False  # streamed, never cached: every download counts
+
+    @extend_schema(
+        tags=["open data"],
+        responses={
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.STR, description="JSON lines: one visitor's shared quiz answers per line."
+            )
+        },
+        operation_id="export_quiz_answers_jsonl",
+    )
+    def get(self, request, slug: str):
+        tournament = _tournament_named(slug)
+        response = StreamingHttpResponse(
+            contribution_lines(tournament=tournament), content_type="application/x-ndjson; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{tournament.slug}-quiz-answers.jsonl"'
+        response["Cache-Control"] = f"public, max-age={EXPORT_CACHE_SECONDS}"
         return response
 
 

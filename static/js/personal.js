@@ -11,14 +11,18 @@ document.addEventListener("input", (event) => {
 
 // The judging quiz: A (or the left arrow) for the left reply, B (or the right arrow) for the right one,
 // T for a tie. Keys typed into a field are left alone.
+// With a dimension chosen, 1, 2 and 3 mark its verdict (left, tie, right) before the overall key.
 const QUIZ_KEYS = { a: "left", arrowleft: "left", b: "right", arrowright: "right", t: "tie" };
+const DIMENSION_KEYS = new Set(["1", "2", "3"]);
 
 document.addEventListener("keydown", (event) => {
   if (event.ctrlKey || event.metaKey || event.altKey) return;
-  if (event.target instanceof HTMLElement && event.target.closest("input, select, textarea")) return;
-  const key = QUIZ_KEYS[event.key.toLowerCase()];
-  const button = key && document.querySelector(`#quiz-form button[data-key="${key}"]`);
-  if (!button) return;
+  const typing = 'input:not([type="radio"]), select, textarea';
+  if (event.target instanceof HTMLElement && event.target.closest(typing)) return;
+  const name = event.key.toLowerCase();
+  const key = QUIZ_KEYS[name] || (DIMENSION_KEYS.has(name) && name);
+  const control = key && document.querySelector(`#quiz-form [data-key="${key}"]`);
+  if (!control) return;
   event.preventDefault();
-  button.click();
+  control.click();
 });

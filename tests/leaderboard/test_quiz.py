@@ -121,6 +121,22 @@ def test_the_methodology_page_shows_how_much_people_disagree_about_each_model(cl
         (name for name, _ in spreads), key=lambda name: -dict(spreads)[name]
     )
     assert all(f"<td>{name}</td>" in html for name, _ in spreads)
+    # The quiz's shared answers are named as an audience apart, with a link to their own board.
+    assert f'href="/leaderboard/personal/open-answers/?tournament={quizzed.slug}"' in html
+
+
+def test_each_model_page_shows_how_much_people_disagree_about_it_on_its_dimension(client, quizzed):
+    for dimension in ("overall", "trust-safety"):
+        spreads = quiz._spread_by_slug(quizzed, dimension)
+        for slug in spreads:
+            page = client.get(f"/leaderboard/models/{slug}/", {"dimension": dimension})
+            shown = page.context["spread"]
+            assert shown.sd == spreads[slug] and shown.of == len(spreads)
+            # Ranked by spread, equal spreads sharing a rank.
+            assert shown.rank == 1 + sum(sd > spreads[slug] for sd in spreads.values())
+            html = page.content.decode()
+            assert 'data-testid="model-taste-spread"' in html
+            assert f"<strong>{spreads[slug]:.2f}</strong>" in html
 
 
 def test_the_disagreement_figures_are_withheld_while_the_pooled_board_is(client, quizzed, settings):
@@ -128,6 +144,8 @@ def test_the_disagreement_figures_are_withheld_while_the_pooled_board_is(client,
     html = client.get("/leaderboard/methodology/").content.decode()
     assert 'data-testid="pooled-raters"' in html
     assert 'data-testid="taste-spread"' not in html
+    model_page = client.get("/leaderboard/models/alpha-large/").content.decode()
+    assert 'data-testid="model-taste-spread"' not in model_page
 
 
 def test_a_panel_rater_gets_their_own_board_from_their_own_votes_only_after_the_last_vote(quizzed):
@@ -201,3 +219,93 @@ def test_a_new_board_brings_the_quiz_back_with_it(client, quizzed):
     html = response.content.decode()
     assert 'id="personal-quiz" hx-swap-oob="innerHTML"' in html
     assert "Sharpen it with your own judgments" in html
+
+
+# --- One dimension the visitor cares about ------------------------------------------------------------
+
+
+def answered_for(item, liked: str) -> str:
+    """The verdict of someone who prefers `liked` and ties otherwise, relative to the battle's model A."""
+    return "a" if item.model_a == liked else "b" if item.model_b == liked else "t"
+
+
+def test_the_visitor_can_also_judge_one_dimension_and_only_that_board_moves_with_those_verdicts(quizzed):
+    communication = quizzed.dimensions.get(slug="communication")
+    start = quiz.quiz_build(
+        tournament=quizzed, groups=(OLDEST,), encoded="", item=None, answer=None, dimension=communication
+    )
+    encoded = ""
+    for _ in range(12):
+        item = quiz.quiz_build(
+            tournament=quizzed,
+            groups=(OLDEST,),
+            encoded=encoded,
+            item=None,
+            answer=None,
+            dimension=communication,
+        ).shown.item
+        # Overall a tie every time; on Communication this visitor always prefers what Gamma Instruct wrote.
+        encoded = quiz.quiz_build(
+            tournament=quizzed,
+            groups=(OLDEST,),
+            encoded=encoded,
+            item=item.code,
+            answer="t",
+            dimension=communication,
+            dimension_answer=answered_for(item, "gamma-instruct"),
+        ).encoded
+    assert all(len(token) == quiz.CODE_CHARS + 2 for token in encoded.split("."))
+    final = quiz.quiz_build(
+        tournament=quizzed, groups=(OLDEST,), encoded=encoded, item=None, answer=None, dimension=communication
+    )
+    assert final.dimension_answered == 12
+    gamma = {row.slug: row for row in final.dimension_rows}["gamma-instruct"]
+    before = {row.slug: row for row in start.dimension_rows}["gamma-instruct"]
+    # (Alpha Large wins nine in ten Communication battles, so a dozen answers lift Gamma, not to the top.)
+    assert gamma.score > before.score
+    # The overall board reads the overall verdicts only: the same as from the 13-character tokens.
+    overall_only = ".".join(token[:-1] for token in encoded.split("."))
+    plain = quiz.quiz_build(
+        tournament=quizzed, groups=(OLDEST,), encoded=overall_only, item=None, answer=None
+    )
+    assert plain.rows == final.rows and plain.answered == 12 and not plain.dimension_rows
+
+
+def test_older_addresses_still_work_and_an_unknown_dimension_gets_a_clear_problem(client, quizzed):
+    page = client.get(URL, {"w-overall": "10"})
+    item = page.context["quiz"].shown
+    old_style = item.item.code + item.left_outcome  # 13 characters, as before dimensions
+    page = client.get(URL, {"w-overall": "10", "quiz": old_style, "qdim": "communication"})
+    assert page.context["quiz"].answered == 1
+    assert page.context["quiz"].dimension_answered == 0
+    assert page.context["quiz"].dimension.slug == "communication"
+    assert b'data-testid="own-dimension-board"' in page.content
+    unknown = client.get(URL, {"w-overall": "10", "quiz": old_style, "qdim": "overall"})
+    assert unknown.context["quiz"].dimension is None
+    assert "no dimension called" in unknown.context["quiz"].problems[0]
+    assert unknown.context["quiz"].answered == 1
+
+
+def test_a_dimension_verdict_goes_into_the_address_which_reproduces_both_boards(client, quizzed):
+    page = client.get(URL, {"w-overall": "10", "qdim": "trust-safety"})
+    shown = page.context["quiz"].shown
+    answered = client.get(
+        URL,
+        {
+            "w-overall": "10",
+            "qdim": "trust-safety",
+            "item": shown.item.code,
+            "answer": shown.left_outcome,
+            "danswer": shown.right_outcome,
+        },
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="personal-quiz",
+    )
+    assert not answered.cookies
+    pushed = parse_qs(urlsplit(answered["HX-Push-Url"]).query)
+    assert pushed["quiz"] == [shown.item.code + shown.left_outcome + shown.right_outcome]
+    assert pushed["qdim"] == ["trust-safety"]
+    again = client.get(answered["HX-Push-Url"])
+    assert again.context["quiz"].dimension_rows == answered.context["quiz"].dimension_rows
+    assert again.context["quiz"].dimension_answered == 1
+    assert again.context["quiz"].rows == answered.context["quiz"].rows

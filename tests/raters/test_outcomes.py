@@ -67,11 +67,14 @@ def test_it_ends_the_session_with_the_completion_code_and_shows_it_again_on_retu
     done = client.get("/rate/next/").content.decode()
     assert 'data-testid="panel-code">C0MPLETE42<' in done
     assert Rater.objects.get().status == Rater.Status.COMPLETED
+    # The completion page offers the rater their own board, now that they can no longer vote.
+    assert 'data-testid="own-board-link"' in done and 'href="/leaderboard/personal/mine/"' in done
     returning = client.get(f"/s/{panel_study.slug}/?PROLIFIC_PID={PID}", follow=True)
     assert b"C0MPLETE42" in returning.content
     # Another browser with the panel id alone is not shown the code (tests/privacy/test_sessions.py).
     elsewhere = type(client)().get(f"/s/{panel_study.slug}/?PROLIFIC_PID={PID}", follow=True)
     assert b"C0MPLETE42" not in elsewhere.content and b"already ended" in elsewhere.content
+    assert b"own-board-link" not in elsewhere.content
     assert Rater.objects.count() == 1
     assert rater.battles.count() == 1  # no second session
 

@@ -509,6 +509,7 @@ def run(
     limit_factor: int = 30,
     practice: int = PRACTICE_BATTLES,
     shared: bool = True,
+    measure_movement: bool = True,
 ) -> dict:
     """Per attack and goal: votes needed on each board, their ratio, and the raters held out. Ranks are
     the shared ranks each board shows (``shared``), else the order of the point estimates."""
@@ -629,23 +630,24 @@ def run(
             honest_shares.append(float(honest_held))
             honest_before_shares.append(float(honest_before))
     results["min_cost_ratio"] = min(ratios) if ratios else None
-    results.update(
-        movement(
-            honest,
-            order=order,
-            attacks=QUICK_MOVE_ATTACKS if quick else MOVE_ATTACKS,
-            offsets=QUICK_MOVE_TARGET_OFFSETS if quick else MOVE_TARGET_OFFSETS,
-            seed=seed,
-            practice=practice,
-            limit=2_000 if quick else 200_000,
-            limit_factor=limit_factor,
-        )
-    )
     results["attackers_held_out"] = float(sum(c for c, _ in caught) / max(1, sum(n for _, n in caught)))
     results["honest_held_out"] = max(honest_shares)
     results["attackers_held_out_earlier_check"] = float(
         sum(c for c, _ in caught_before) / max(1, sum(n for _, n in caught_before))
     )
     results["honest_held_out_earlier_check"] = max(honest_before_shares, default=0.0)
+    if measure_movement:
+        results.update(
+            movement(
+                honest,
+                order=order,
+                attacks=QUICK_MOVE_ATTACKS if quick else MOVE_ATTACKS,
+                offsets=QUICK_MOVE_TARGET_OFFSETS if quick else MOVE_TARGET_OFFSETS,
+                seed=seed,
+                practice=practice,
+                limit=2_000 if quick else 200_000,
+                limit_factor=limit_factor,
+            )
+        )
     results["seconds"] = time.perf_counter() - started
     return results

@@ -27,8 +27,25 @@ those it cannot use. Costs count every vote the attacker casts, practice and cov
 Populus the attacker tries several ``per_rater`` sizes and the cheapest is reported; ``run(practice=0)``
 measures the board without practice battles. Populus's board: the detector of ``stats.rigging`` holds
 raters out (it sees every vote, practice ones included), then a Bradley-Terry-Davidson fit
-(``stats.btd.fit_btd``) on the counted votes of the raters left. Rank is the order of the point estimates
-on both boards.
+(``stats.btd.fit_btd``) on the counted votes of the raters left. Rank is the shared rank each board shows
+(``run(shared=False)``: the order of the point estimates).
+
+Movement, beside the rank steps (``movement``). A mid-table target's neighbours are statistically tied, so
+a one-rank step measures where the nearest interval's edge happens to fall. Movement measures instead how
+far the campaign moves the target against the field: for a target ``t`` and the model ``a`` ranked just
+above it on that board (point estimates, before the campaign),
+
+    lift(v) = (skill[t] - skill[a]) after the campaign's first v votes - the same gap before it,
+
+so a rival pushed down counts as much as the target pushed up. The votes needed are the fewest ``v`` with
+``lift(v) >= amount``, where ``amount`` is that board's own typical 95% interval width (the median over its
+models of 2 x 1.96 standard errors before the campaign): a move the board's readers can see. The search
+doubles from 16 votes then bisects to 2%, up to 200,000 votes on the plain board and 30 times the plain
+cost on Populus (past it, the cap is reported as a lower bound). Targets: the models at positions
+31 + ``MOVE_TARGET_OFFSETS`` of the plain board (27, 31 and 35 of 60), each attacked by a stream of its own
+seed, the omnipresent rivals being its three nearest above. Per attack: the medians over targets of the
+votes on each board, and of the paired ratio Populus / plain for each target; ``min_movement_cost_ratio``
+is the smallest median ratio over the attacks with a 90% identifier.
 """
 
 from __future__ import annotations

@@ -25,8 +25,15 @@ at least ``min_votes`` compared votes are judged alone. Every rater is also judg
 raters who share their network fingerprint, and with those who arrived in the same arrival window, so
 a crowd split into many small raters is seen as the crowd it is. In a flagged crowd
 only the members who pushed the flagged model the flagged way are held out (in an arrival window, only
-those of them who arrived with others from their own network). The detector refits and
-looks again ``rounds`` times, since a large campaign shifts the fit it is judged against.
+those of them who arrived with others from their own network); then the rest of the crowd is looked at
+again, and the members who pushed its next flagged model its way are held out too (``peels`` times in
+all), since each member of a crowd that rigs several rivals pushes only some of them.
+
+Everyone is judged against a fit of the *reference raters* only: those on a network shared by at most
+``reference_max_sharing`` raters (3). A campaign as large as the honest log drags a fit of every vote so
+far that honest crowds behind shared networks (a thousand votes or more) look rigged against it; the cap
+on new raters per network per hour forces a crowd that large onto shared networks, out of the reference.
+The detector refits without the raters it holds out and looks again ``rounds`` times.
 """
 
 from __future__ import annotations

@@ -50,6 +50,8 @@ is the smallest median ratio over the attacks with a 90% identifier.
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from dataclasses import dataclass
 
@@ -347,6 +349,12 @@ def _populus_board(
     return board, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
 
 
+def _progress(key: str, row: dict) -> dict:
+    """Each figure on standard error as it is measured (a full run takes a while), and back."""
+    print(json.dumps({key: row}), file=sys.stderr, flush=True)
+    return row
+
+
 def _votes_needed(reaches, limit: int) -> int | None:
     """Fewest votes for which ``reaches(votes)`` holds, by doubling then bisection (None past limit)."""
     low, high = 0, 16
@@ -396,7 +404,7 @@ ATTACKS = {
 
 # The movement measure: attacks, and the mid-table targets (positions from the middle of the plain
 # board's point-estimate order), each attacked with a stream of its own seed.
-MOVE_ATTACKS = ("target_only_90", "target_only_100", "omnipresent_90", "sybil_90")
+MOVE_ATTACKS = ("target_only_90", "omnipresent_90", "sybil_90", "target_only_100")
 MOVE_TARGET_OFFSETS = (-4, 0, 4)
 QUICK_MOVE_ATTACKS = ("target_only_90", "omnipresent_90")
 QUICK_MOVE_TARGET_OFFSETS = (-1, 1)
@@ -489,13 +497,16 @@ def movement(
                 honest, assigned, sizes, practice=practice, cap=cap, reaches_with=reaches_with
             )
             pairs.append(
-                {
-                    "target_position": position + 1,
-                    "plain_votes": plain_votes,
-                    "populus_votes": populus_votes if populus_votes is not None else cap,
-                    "populus_is_lower_bound": populus_votes is None,
-                    "populus_per_rater": per_rater,
-                }
+                _progress(
+                    f"{name}.move",
+                    {
+                        "target_position": position + 1,
+                        "plain_votes": plain_votes,
+                        "populus_votes": populus_votes if populus_votes is not None else cap,
+                        "populus_is_lower_bound": populus_votes is None,
+                        "populus_per_rater": per_rater,
+                    },
+                )
             )
         plain = [pair["plain_votes"] for pair in pairs if pair["plain_votes"]]
         ratios = [pair["populus_votes"] / pair["plain_votes"] for pair in pairs if pair["plain_votes"]]
@@ -640,6 +651,7 @@ def run(
                 hours_at_network_cap=float(n_attackers / (NEW_RATERS_PER_NETWORK_HOUR * networks)),
             )
             results[f"{name}.{goal}"] = row
+            _progress(f"{name}.{goal}", row)
             if ratio is not None and accuracy < 1.0:
                 ratios.append(ratio)
             caught.append((held_attackers, n_attackers))

@@ -346,13 +346,22 @@ def _populus_board(
     counted = _counts(log.subset(~held[log.rater] & ~practice_vote), n_models)
     fit = fit_btd(counted, n_models=n_models, n_groups=0, with_groups=False)
     board = (fit.theta, fit.theta_se())
-    return board, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
+    return board, held[honest.n_raters :], n_attackers, held[: honest.n_raters].mean()
 
 
 def _progress(key: str, row: dict) -> dict:
     """Each figure on standard error as it is measured (a full run takes a while), and back."""
     print(json.dumps({key: row}), file=sys.stderr, flush=True)
     return row
+
+
+def riggers(assigned: Assigned, campaign: Campaign, votes: int) -> np.ndarray:
+    """Per attacking rater of the campaign's first ``votes`` votes: whether it cast a counted vote of use
+    to the attack. The others voted only practice battles or honest-looking ones: nothing to catch."""
+    battle, attacker = campaign.battle[:votes], campaign.rater[:votes]
+    n_attackers = int(attacker.max()) + 1 if votes else 0
+    rigging = assigned.useful[battle] & ~campaign.practice[:votes]
+    return np.bincount(attacker[rigging], minlength=n_attackers) > 0
 
 
 def _votes_needed(reaches, limit: int) -> int | None:
@@ -572,7 +581,7 @@ def run(
     }
     attacks = dict(list(ATTACKS.items())[::2]) if quick else ATTACKS
     ratios, caught, honest_shares = [], [], [float(honest_held_clean)]
-    caught_before, honest_before_shares = [], []
+    caught_before, honest_before_shares, caught_riggers = [], [], []
     for name, (kind, accuracy, networks, sizes) in attacks.items():
         for goal in ("one_rank", "top_3"):
             wanted = {board: first - 1 if goal == "one_rank" else 3 for board, first in start.items()}
@@ -639,14 +648,18 @@ def run(
                 practice=practice,
                 detector=EARLIER_DETECTOR,
             )
+            rigged = riggers(assigned, campaign, effective)
             ratio = effective / plain_cost if plain_cost else None
             row.update(
                 cost_ratio=ratio,
                 cost_ratio_is_lower_bound=best is None,
                 attackers=int(n_attackers),
-                attackers_held_out=float(held_attackers / max(n_attackers, 1)),
+                attackers_held_out=float(held_attackers.sum() / max(n_attackers, 1)),
+                riggers=int(rigged.sum()),
+                riggers_held_out=float((held_attackers & rigged).sum() / max(rigged.sum(), 1)),
                 honest_held_out=float(honest_held),
-                attackers_held_out_earlier_check=float(held_before / max(n_attackers, 1)),
+                attackers_held_out_earlier_check=float(held_before.sum() / max(n_attackers, 1)),
+                riggers_held_out_earlier_check=float((held_before & rigged).sum() / max(rigged.sum(), 1)),
                 honest_held_out_earlier_check=float(honest_before),
                 hours_at_network_cap=float(n_attackers / (NEW_RATERS_PER_NETWORK_HOUR * networks)),
             )
@@ -654,13 +667,17 @@ def run(
             _progress(f"{name}.{goal}", row)
             if ratio is not None and accuracy < 1.0:
                 ratios.append(ratio)
-            caught.append((held_attackers, n_attackers))
-            caught_before.append((held_before, n_attackers))
+            caught.append((held_attackers.sum(), n_attackers))
+            caught_before.append((held_before.sum(), n_attackers))
+            caught_riggers.append(((held_attackers & rigged).sum(), rigged.sum()))
             honest_shares.append(float(honest_held))
             honest_before_shares.append(float(honest_before))
     results["min_cost_ratio"] = min(ratios) if ratios else None
     results["attackers_held_out"] = float(sum(c for c, _ in caught) / max(1, sum(n for _, n in caught)))
     results["honest_held_out"] = max(honest_shares)
+    results["riggers_held_out"] = float(
+        sum(c for c, _ in caught_riggers) / max(1, sum(n for _, n in caught_riggers))
+    )
     results["attackers_held_out_earlier_check"] = float(
         sum(c for c, _ in caught_before) / max(1, sum(n for _, n in caught_before))
     )

@@ -22,7 +22,7 @@ from bench.rigging import (
 def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
     call_command("bench", "rigging", "--json", "--quick")
     figures = json.loads(capsys.readouterr().out)
-    for key in ("min_cost_ratio", "attackers_held_out", "honest_held_out"):
+    for key in ("min_cost_ratio", "attackers_held_out", "honest_held_out", "riggers_held_out"):
         assert key in figures
     rows = {key: value for key, value in figures.items() if isinstance(value, dict) and ".move" not in key}
     assert {key.split(".")[1] for key in rows} == {"one_rank", "top_3"}
@@ -137,7 +137,24 @@ def test_a_campaign_as_large_as_the_honest_log_holds_out_no_honest_rater_and_mos
         _, attackers_held, attackers, honest_held = rigging._populus_board(
             honest, assigned, campaign, 20_000, networks=5, practice=1, detector=detector
         )
-        shares[name] = (attackers_held / attackers, honest_held)
+        shares[name] = (attackers_held.sum() / attackers, honest_held)
     # Judged against a fit of every vote, which the campaign drags, honest crowds looked rigged.
     assert shares["earlier"][1] > 0.05
     assert shares["now"][1] <= 0.01 and shares["now"][0] >= 0.9 > shares["earlier"][0]
+
+
+def test_riggers_are_the_attackers_who_cast_a_counted_vote_of_use():
+    theta = np.linspace(1, -1, 20)
+    assigned = assigned_stream(
+        "target_only", target=10, rivals=np.array([9]), accuracy=1.0, theta=theta, length=3_000, seed=3
+    )
+    campaign = campaign_on_populus(assigned, per_rater=3, practice=1)
+    votes = len(campaign.battle)
+    rigged = rigging.riggers(assigned, campaign, votes)
+    for rater in range(campaign.rater.max() + 1):
+        mine = campaign.rater == rater
+        counted_use = assigned.useful[campaign.battle[mine]] & ~campaign.practice[mine]
+        assert rigged[rater] == counted_use.any()
+    # Raters who sat through their practice battle and left cast nothing of use.
+    assert 0 < rigged.sum() < len(rigged)
+    assert not rigging.riggers(assigned, campaign, 0).any()

@@ -255,7 +255,7 @@ def raters_hold_out(
     """
     held = np.zeros(n_raters, dtype=bool)
     reference = reference_raters(network, n_raters, reference_max_sharing)
-    if (reference[log.rater]).mean() < MIN_REFERENCE_SHARE if len(log) else True:
+    if not len(log) or reference[log.rater].mean() < MIN_REFERENCE_SHARE:
         reference = np.ones(n_raters, dtype=bool)
     findings: dict[int, Finding] = {}
     for _ in range(rounds):

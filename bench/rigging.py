@@ -27,12 +27,31 @@ those it cannot use. Costs count every vote the attacker casts, practice and cov
 Populus the attacker tries several ``per_rater`` sizes and the cheapest is reported; ``run(practice=0)``
 measures the board without practice battles. Populus's board: the detector of ``stats.rigging`` holds
 raters out (it sees every vote, practice ones included), then a Bradley-Terry-Davidson fit
-(``stats.btd.fit_btd``) on the counted votes of the raters left. Rank is the order of the point estimates
-on both boards.
+(``stats.btd.fit_btd``) on the counted votes of the raters left. Rank is the shared rank each board shows
+(``run(shared=False)``: the order of the point estimates).
+
+Movement, beside the rank steps (``movement``). A mid-table target's neighbours are statistically tied, so
+a one-rank step measures where the nearest interval's edge happens to fall. Movement measures instead how
+far the campaign moves the target against the field: for a target ``t`` and the model ``a`` ranked just
+above it on that board (point estimates, before the campaign),
+
+    lift(v) = (skill[t] - skill[a]) after the campaign's first v votes - the same gap before it,
+
+so a rival pushed down counts as much as the target pushed up. The votes needed are the fewest ``v`` with
+``lift(v) >= amount``, where ``amount`` is that board's own typical 95% interval width (the median over its
+models of 2 x 1.96 standard errors before the campaign): a move the board's readers can see. The search
+doubles from 16 votes then bisects to 2%, up to 200,000 votes on the plain board and 30 times the plain
+cost on Populus (past it, the cap is reported as a lower bound). Targets: the models at positions
+31 + ``MOVE_TARGET_OFFSETS`` of the plain board (27, 31 and 35 of 60), each attacked by a stream of its own
+seed, the omnipresent rivals being its three nearest above. Per attack: the medians over targets of the
+votes on each board, and of the paired ratio Populus / plain for each target; ``min_movement_cost_ratio``
+is the smallest median ratio over the attacks with a 90% identifier.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from dataclasses import dataclass
 
@@ -281,8 +300,19 @@ def honest_practice(honest: Honest, practice: int) -> np.ndarray:
     return position < practice
 
 
+# The rigging check as it was before the reference raters and peeling (2026-11-26), measured beside it.
+EARLIER_DETECTOR = {"reference_max_sharing": None, "peels": 1}
+
+
 def _populus_board(
-    honest: Honest, assigned: Assigned, campaign: Campaign, votes: int, *, networks: int, practice: int
+    honest: Honest,
+    assigned: Assigned,
+    campaign: Campaign,
+    votes: int,
+    *,
+    networks: int,
+    practice: int,
+    detector: dict | None = None,
 ):
     """Populus's published board after the first ``votes`` votes of the campaign: the rigging check
     sees every vote, practice ones included; the fit counts the rest of the raters it does not hold out."""
@@ -309,13 +339,29 @@ def _populus_board(
         n_raters=n_raters,
         network=network,
         arrival=arrival,
+        **(detector or {}),
     )
     held = detection.held_out
     practice_vote = np.r_[honest_practice(honest, practice), campaign.practice[:votes]]
     counted = _counts(log.subset(~held[log.rater] & ~practice_vote), n_models)
     fit = fit_btd(counted, n_models=n_models, n_groups=0, with_groups=False)
     board = (fit.theta, fit.theta_se())
-    return board, held[honest.n_raters :].sum(), n_attackers, held[: honest.n_raters].mean()
+    return board, held[honest.n_raters :], n_attackers, held[: honest.n_raters].mean()
+
+
+def _progress(key: str, row: dict) -> dict:
+    """Each figure on standard error as it is measured (a full run takes a while), and back."""
+    print(json.dumps({key: row}), file=sys.stderr, flush=True)
+    return row
+
+
+def riggers(assigned: Assigned, campaign: Campaign, votes: int) -> np.ndarray:
+    """Per attacking rater of the campaign's first ``votes`` votes: whether it cast a counted vote of use
+    to the attack. The others voted only practice battles or honest-looking ones: nothing to catch."""
+    battle, attacker = campaign.battle[:votes], campaign.rater[:votes]
+    n_attackers = int(attacker.max()) + 1 if votes else 0
+    rigging = assigned.useful[battle] & ~campaign.practice[:votes]
+    return np.bincount(attacker[rigging], minlength=n_attackers) > 0
 
 
 def _votes_needed(reaches, limit: int) -> int | None:
@@ -334,6 +380,26 @@ def _votes_needed(reaches, limit: int) -> int | None:
     return high
 
 
+def interval_width(se: np.ndarray) -> float:
+    """A board's typical 95% interval width: the median over its models of 2 x 1.96 standard errors."""
+    return float(np.median(2 * 1.96 * se))
+
+
+def lift(skills: np.ndarray, target: int, above: int, start_gap: float) -> float:
+    """How far the target has gained on ``above`` (the model ranked just above it before the campaign)
+    since the start: its gap to that model now, less the gap then. Relative to a rival, so it counts a
+    rival pushed down as much as the target pushed up, and it does not depend on where a fit centres."""
+    return float(skills[target] - skills[above] - start_gap)
+
+
+def votes_to_move(skills_after, *, target: int, above: int, amount: float, limit: int) -> int | None:
+    """Fewest votes of a campaign for which ``lift`` reaches ``amount``, where ``skills_after(votes)`` is
+    the board's skills after the campaign's first ``votes`` votes (None if not within ``limit``)."""
+    start = skills_after(0)
+    start_gap = float(start[target] - start[above])
+    return _votes_needed(lambda votes: lift(skills_after(votes), target, above, start_gap) >= amount, limit)
+
+
 ATTACKS = {
     # name: (kind, identifier accuracy, networks the attacker's raters use, per-rater sizes Populus tries)
     "target_only_90": ("target_only", 0.9, 5, (1, 5, 20, 60)),
@@ -345,6 +411,132 @@ ATTACKS = {
 }
 
 
+# The movement measure: attacks, and the mid-table targets (positions from the middle of the plain
+# board's point-estimate order), each attacked with a stream of its own seed.
+MOVE_ATTACKS = ("target_only_90", "omnipresent_90", "sybil_90", "target_only_100")
+MOVE_TARGET_OFFSETS = (-4, 0, 4)
+QUICK_MOVE_ATTACKS = ("target_only_90", "omnipresent_90")
+QUICK_MOVE_TARGET_OFFSETS = (-1, 1)
+
+
+def _cheapest_on_populus(honest, assigned, sizes, *, practice, cap, reaches_with) -> tuple[int | None, int]:
+    """The attacker's cheapest campaign on Populus over its per-rater sizes: votes (None if none within
+    ``cap``) and the size. ``reaches_with(campaign)`` gives the campaign's ``reaches(votes)``."""
+    best: tuple[int | None, int] = (None, sizes[0])
+    for per_rater in sizes:
+        campaign = campaign_on_populus(assigned, per_rater=per_rater, practice=practice)
+        cost = _votes_needed(reaches_with(campaign), min(cap, len(campaign.battle)))
+        if cost is not None and (best[0] is None or cost < best[0]):
+            best = (cost, per_rater)
+    return best
+
+
+def movement(
+    honest: Honest,
+    *,
+    order: np.ndarray,
+    attacks: tuple[str, ...],
+    offsets: tuple[int, ...],
+    seed: int,
+    practice: int,
+    limit: int,
+    limit_factor: int,
+) -> dict:
+    """Per attack: the votes that lift mid-table targets by one interval width of each board (see the
+    module docstring), on the plain board and on Populus's, their medians and the paired ratios."""
+    n_models = len(honest.theta)
+    empty = Assigned(VoteLog([], [], [], []), np.zeros(0, dtype=bool))
+    no_campaign = Campaign(*(np.zeros(0, dtype=dtype) for dtype in (np.intp, np.intp, bool)))
+    populus_start, *_ = _populus_board(honest, empty, no_campaign, 0, networks=1, practice=practice)
+    amount = {
+        "plain": interval_width(plain_board(honest.log, n_models)[1]),
+        "populus": interval_width(populus_start[1]),
+    }
+    populus_order = np.argsort(-populus_start[0])
+    results: dict = {"movement_amount_plain": amount["plain"], "movement_amount_populus": amount["populus"]}
+    for name in attacks:
+        kind, accuracy, networks, sizes = ATTACKS[name]
+        pairs = []
+        for index, offset in enumerate(offsets):
+            position = n_models // 2 + offset
+            target = int(order[position])
+            rivals = order[:position][::-1][:3]
+            pair_seed = seed + 100 * (index + 1)
+            stream = attack_stream(
+                kind,
+                target=target,
+                rivals=rivals,
+                accuracy=accuracy,
+                n_models=n_models,
+                length=limit,
+                seed=pair_seed,
+            )
+            plain_votes = votes_to_move(
+                lambda votes, stream=stream: plain_skills(_plain_log(honest, stream, votes), n_models),
+                target=target,
+                above=int(order[position - 1]),
+                amount=amount["plain"],
+                limit=limit,
+            )
+            assigned = assigned_stream(
+                kind,
+                target=target,
+                rivals=rivals,
+                accuracy=accuracy,
+                theta=honest.theta,
+                length=limit * (4 if practice else 40),
+                seed=pair_seed + 1,
+            )
+            populus_above = int(populus_order[int(np.flatnonzero(populus_order == target)[0]) - 1])
+
+            def reaches_with(
+                campaign, assigned=assigned, target=target, above=populus_above, networks=networks
+            ):
+                def skills_after(votes: int) -> np.ndarray:
+                    board, *_ = _populus_board(
+                        honest, assigned, campaign, votes, networks=networks, practice=practice
+                    )
+                    return board[0]
+
+                start_gap = float(populus_start[0][target] - populus_start[0][above])
+                return lambda votes: lift(skills_after(votes), target, above, start_gap) >= amount["populus"]
+
+            cap = min(limit, limit_factor * (plain_votes or limit))
+            populus_votes, per_rater = _cheapest_on_populus(
+                honest, assigned, sizes, practice=practice, cap=cap, reaches_with=reaches_with
+            )
+            pairs.append(
+                _progress(
+                    f"{name}.move",
+                    {
+                        "target_position": position + 1,
+                        "plain_votes": plain_votes,
+                        "populus_votes": populus_votes if populus_votes is not None else cap,
+                        "populus_is_lower_bound": populus_votes is None,
+                        "populus_per_rater": per_rater,
+                    },
+                )
+            )
+        plain = [pair["plain_votes"] for pair in pairs if pair["plain_votes"]]
+        ratios = [pair["populus_votes"] / pair["plain_votes"] for pair in pairs if pair["plain_votes"]]
+        results[f"{name}.move"] = {
+            "plain_votes_median": float(np.median(plain)) if plain else None,
+            "populus_votes_median": float(np.median([pair["populus_votes"] for pair in pairs])),
+            "cost_ratio_median": float(np.median(ratios)) if ratios else None,
+            "cost_ratio_min": float(min(ratios)) if ratios else None,
+            # Pairs where Populus was not moved within the cap: their ratio is a lower bound.
+            "populus_lower_bounds": sum(pair["populus_is_lower_bound"] for pair in pairs),
+            "pairs": pairs,
+        }
+    medians = [
+        row["cost_ratio_median"]
+        for key, row in results.items()
+        if key.endswith(".move") and ATTACKS[key.split(".")[0]][1] < 1.0 and row["cost_ratio_median"]
+    ]
+    results["min_movement_cost_ratio"] = min(medians) if medians else None
+    return results
+
+
 def run(
     *,
     quick: bool = False,
@@ -354,6 +546,7 @@ def run(
     limit_factor: int = 30,
     practice: int = PRACTICE_BATTLES,
     shared: bool = True,
+    measure_movement: bool = True,
 ) -> dict:
     """Per attack and goal: votes needed on each board, their ratio, and the raters held out. Ranks are
     the shared ranks each board shows (``shared``), else the order of the point estimates."""
@@ -388,6 +581,7 @@ def run(
     }
     attacks = dict(list(ATTACKS.items())[::2]) if quick else ATTACKS
     ratios, caught, honest_shares = [], [], [float(honest_held_clean)]
+    caught_before, honest_before_shares, caught_riggers = [], [], []
     for name, (kind, accuracy, networks, sizes) in attacks.items():
         for goal in ("one_rank", "top_3"):
             wanted = {board: first - 1 if goal == "one_rank" else 3 for board, first in start.items()}
@@ -445,22 +639,61 @@ def run(
             _, held_attackers, n_attackers, honest_held = _populus_board(
                 honest, assigned, campaign, effective, networks=networks, practice=practice
             )
+            _, held_before, _, honest_before = _populus_board(
+                honest,
+                assigned,
+                campaign,
+                effective,
+                networks=networks,
+                practice=practice,
+                detector=EARLIER_DETECTOR,
+            )
+            rigged = riggers(assigned, campaign, effective)
             ratio = effective / plain_cost if plain_cost else None
             row.update(
                 cost_ratio=ratio,
                 cost_ratio_is_lower_bound=best is None,
                 attackers=int(n_attackers),
-                attackers_held_out=float(held_attackers / max(n_attackers, 1)),
+                attackers_held_out=float(held_attackers.sum() / max(n_attackers, 1)),
+                riggers=int(rigged.sum()),
+                riggers_held_out=float((held_attackers & rigged).sum() / max(rigged.sum(), 1)),
                 honest_held_out=float(honest_held),
+                attackers_held_out_earlier_check=float(held_before.sum() / max(n_attackers, 1)),
+                riggers_held_out_earlier_check=float((held_before & rigged).sum() / max(rigged.sum(), 1)),
+                honest_held_out_earlier_check=float(honest_before),
                 hours_at_network_cap=float(n_attackers / (NEW_RATERS_PER_NETWORK_HOUR * networks)),
             )
             results[f"{name}.{goal}"] = row
+            _progress(f"{name}.{goal}", row)
             if ratio is not None and accuracy < 1.0:
                 ratios.append(ratio)
-            caught.append((held_attackers, n_attackers))
+            caught.append((held_attackers.sum(), n_attackers))
+            caught_before.append((held_before.sum(), n_attackers))
+            caught_riggers.append(((held_attackers & rigged).sum(), rigged.sum()))
             honest_shares.append(float(honest_held))
+            honest_before_shares.append(float(honest_before))
     results["min_cost_ratio"] = min(ratios) if ratios else None
     results["attackers_held_out"] = float(sum(c for c, _ in caught) / max(1, sum(n for _, n in caught)))
     results["honest_held_out"] = max(honest_shares)
+    results["riggers_held_out"] = float(
+        sum(c for c, _ in caught_riggers) / max(1, sum(n for _, n in caught_riggers))
+    )
+    results["attackers_held_out_earlier_check"] = float(
+        sum(c for c, _ in caught_before) / max(1, sum(n for _, n in caught_before))
+    )
+    results["honest_held_out_earlier_check"] = max(honest_before_shares, default=0.0)
+    if measure_movement:
+        results.update(
+            movement(
+                honest,
+                order=order,
+                attacks=QUICK_MOVE_ATTACKS if quick else MOVE_ATTACKS,
+                offsets=QUICK_MOVE_TARGET_OFFSETS if quick else MOVE_TARGET_OFFSETS,
+                seed=seed,
+                practice=practice,
+                limit=2_000 if quick else 200_000,
+                limit_factor=limit_factor,
+            )
+        )
     results["seconds"] = time.perf_counter() - started
     return results

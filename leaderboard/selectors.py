@@ -712,11 +712,13 @@ RIGGING_MEASURED = {
     "votes": "200,000",
     "min_cost_ratio": 1.04,
     "summary": "Moving a mid-table model up one shown rank takes 70 to 300 votes on the plain board and 290 "
-    "to 550 here (1.0 to 4.2 times): its neighbours are statistically tied, so one rank there turns on "
-    "the nearest interval's edge, and no test that spares honest raters sees a few hundred votes. "
-    "Carrying it into the top 3 costs at least 5 times more here (at least 30 times when voting for it); "
-    "75% to 78% of the raters of such a campaign against its rivals are held out, but a campaign as large "
-    "as the honest log drags the fit so far that 20% of honest raters are held out with it.",
+    "to 1,220 here (1.0 to 4.8 times): its neighbours are statistically tied, so one rank there turns on "
+    "the nearest interval's edge, and no test that spares honest raters sees a few hundred votes. Moving "
+    "it visibly, by one interval width against the model above it, takes 330 to 690 votes on the plain "
+    "board and at least 30 times that here for every attack. Carrying it into the top 3 costs at least 5 "
+    "times more here (at least 30 times when voting for it); 89% to 94% of the raters of such a campaign "
+    "against its rivals are held out, and under 1% of honest raters, even when the campaign is as large as "
+    "the honest log.",
 }
 
 

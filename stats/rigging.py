@@ -25,8 +25,15 @@ at least ``min_votes`` compared votes are judged alone. Every rater is also judg
 raters who share their network fingerprint, and with those who arrived in the same arrival window, so
 a crowd split into many small raters is seen as the crowd it is. In a flagged crowd
 only the members who pushed the flagged model the flagged way are held out (in an arrival window, only
-those of them who arrived with others from their own network). The detector refits and
-looks again ``rounds`` times, since a large campaign shifts the fit it is judged against.
+those of them who arrived with others from their own network); then the rest of the crowd is looked at
+again, and the members who pushed its next flagged model its way are held out too (``peels`` times in
+all), since each member of a crowd that rigs several rivals pushes only some of them.
+
+Everyone is judged against a fit of the *reference raters* only: those on a network shared by at most
+``reference_max_sharing`` raters (3). A campaign as large as the honest log drags a fit of every vote so
+far that honest crowds behind shared networks (a thousand votes or more) look rigged against it; the cap
+on new raters per network per hour forces a crowd that large onto shared networks, out of the reference.
+The detector refits without the raters it holds out and looks again ``rounds`` times.
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ import numpy as np
 DEFAULT_Z_THRESHOLD = 5.0
 DEFAULT_MIN_VOTES = 20
 DEFAULT_BURST_SECONDS = 3600.0
+DEFAULT_REFERENCE_MAX_SHARING = 3
+MIN_REFERENCE_SHARE = 0.3
+DEFAULT_PEELS = 10
 
 
 @dataclass
@@ -133,8 +143,10 @@ def _crowd_findings(
     z_threshold: float,
     label: str,
     companions: np.ndarray | None = None,
+    peels: int = DEFAULT_PEELS,
 ) -> dict[int, Finding]:
-    """Sum the members' rows per unit; in each flagged unit, the members who pushed the flagged way."""
+    """Sum the members' rows per unit; in each flagged unit, the members who pushed the flagged way, then
+    (up to ``peels`` times in all) the members who pushed the way the rest of the crowd is flagged."""
     found: dict[int, Finding] = {}
     if not len(members):
         return found
@@ -144,24 +156,32 @@ def _crowd_findings(
     np.add.at(sums, inverse, excess[members])
     np.add.at(variances, inverse, variance[members])
     z = sums / np.sqrt(variances + 1.0)
-    worst = np.abs(z).argmax(axis=1)
-    worst_z = z[np.arange(len(keys)), worst]
-    for unit in np.flatnonzero(np.abs(worst_z) > z_threshold):
-        model, sign = worst[unit], np.sign(worst_z[unit])
+    n_models = excess.shape[1] // 2
+    for unit in np.flatnonzero(np.abs(z).max(axis=1) > z_threshold):
         inside = members[inverse == unit]
-        pushed = inside[sign * excess[inside, model] > 0]
-        if companions is not None:
-            # An arrival window holds honest newcomers too; of those who pushed the flagged way, only
-            # the ones who came with others from their own network are taken to be the crowd.
-            shared = np.unique(companions[pushed], return_counts=True)
-            crowded = set(shared[0][shared[1] > 1].tolist())
-            pushed = np.array([rater for rater in pushed if companions[rater] in crowded], dtype=np.intp)
-        n_models = excess.shape[1] // 2
-        for rater in pushed:
-            found.setdefault(
-                int(rater),
-                Finding(int(rater), int(model % n_models), float(worst_z[unit]), label, model >= n_models),
-            )
+        for _ in range(peels):
+            # Peel: hold out who pushed the worst model the worst way, then look at the rest of the
+            # crowd again, since a crowd may push several rivals and each member only some of them.
+            unit_z = excess[inside].sum(axis=0) / np.sqrt(variance[inside].sum(axis=0) + 1.0)
+            model = int(np.abs(unit_z).argmax())
+            if abs(unit_z[model]) <= z_threshold:
+                break
+            sign = np.sign(unit_z[model])
+            pushed = inside[sign * excess[inside, model] > 0]
+            if companions is not None:
+                # An arrival window holds honest newcomers too; of those who pushed the flagged way,
+                # only the ones who came with others from their own network are taken to be the crowd.
+                shared = np.unique(companions[pushed], return_counts=True)
+                crowded = shared[0][shared[1] > 1]
+                pushed = pushed[np.isin(companions[pushed], crowded)]
+            if not len(pushed):
+                break
+            for rater in pushed:
+                found.setdefault(
+                    int(rater),
+                    Finding(int(rater), model % n_models, float(unit_z[model]), label, model >= n_models),
+                )
+            inside = np.setdiff1d(inside, pushed)
     return found
 
 
@@ -176,28 +196,43 @@ def raters_judge(
     z_threshold: float = DEFAULT_Z_THRESHOLD,
     min_votes: int = DEFAULT_MIN_VOTES,
     burst_seconds: float = DEFAULT_BURST_SECONDS,
+    peels: int = DEFAULT_PEELS,
 ) -> dict[int, Finding]:
     """One pass of the detector against a given fit: the raters to hold out, each with its reason."""
     excess, variance = excess_table(log, theta, log_nu, n_raters)
     votes = np.bincount(log.rater, minlength=n_raters)
     active = votes > 0
     alone = np.flatnonzero(active & (votes >= min_votes))
-    found = _crowd_findings(np.arange(n_raters), alone, excess, variance, z_threshold, "rater")
+    found = _crowd_findings(np.arange(n_raters), alone, excess, variance, z_threshold, "rater", peels=peels)
     # Crowds take every rater, not only the small ones: otherwise a crowd of raters just above
     # min_votes, each harmless alone, would be judged by no one.
     small = np.flatnonzero(active)
     if network is not None:
         for rater, finding in _crowd_findings(
-            np.asarray(network), small, excess, variance, z_threshold, "network"
+            np.asarray(network), small, excess, variance, z_threshold, "network", peels=peels
         ).items():
             found.setdefault(rater, finding)
     if arrival is not None:
         windows = np.floor(np.asarray(arrival, dtype=float) / burst_seconds).astype(np.int64)
         companions = np.asarray(network) if network is not None else None
-        burst = _crowd_findings(windows, small, excess, variance, z_threshold, "burst", companions)
+        burst = _crowd_findings(windows, small, excess, variance, z_threshold, "burst", companions, peels)
         for rater, finding in burst.items():
             found.setdefault(rater, finding)
     return found
+
+
+def reference_raters(network: np.ndarray | None, n_raters: int, max_sharing: int | None) -> np.ndarray:
+    """The raters whose votes make the fit everyone is judged against: those on a network shared by at
+    most ``max_sharing`` raters (all raters when ``max_sharing`` or ``network`` is None).
+
+    A campaign large enough to drag a fit of every vote makes honest crowds look rigged against it (a
+    crowd of hundreds behind one network has thousands of votes, enough to show any bias in the fit). The
+    new-rater cap per network per hour forces a large crowd to share networks, so raters who are nearly
+    alone on theirs give a reference that such a crowd cannot reach."""
+    if network is None or max_sharing is None:
+        return np.ones(n_raters, dtype=bool)
+    _, inverse, sizes = np.unique(np.asarray(network), return_inverse=True, return_counts=True)
+    return sizes[inverse] <= max_sharing
 
 
 def raters_hold_out(
@@ -208,17 +243,23 @@ def raters_hold_out(
     network: np.ndarray | None = None,
     arrival: np.ndarray | None = None,
     rounds: int = 2,
+    reference_max_sharing: int | None = DEFAULT_REFERENCE_MAX_SHARING,
     **thresholds,
 ) -> Detection:
     """Judge, hold out, refit without the held-out raters and judge again (``rounds`` times).
 
     ``fit(log)`` returns ``(theta, log_nu)`` for the votes given; everyone is judged against the fit of
-    the votes still counted, so a large campaign cannot hide by dragging the fit along with it.
+    the votes still counted from the reference raters (``reference_raters``), so a large campaign cannot
+    hide by dragging the fit along with it, nor make honest crowds look rigged against a dragged fit.
+    If the reference raters cast fewer than ``MIN_REFERENCE_SHARE`` of the votes, every rater is one.
     """
     held = np.zeros(n_raters, dtype=bool)
+    reference = reference_raters(network, n_raters, reference_max_sharing)
+    if not len(log) or reference[log.rater].mean() < MIN_REFERENCE_SHARE:
+        reference = np.ones(n_raters, dtype=bool)
     findings: dict[int, Finding] = {}
     for _ in range(rounds):
-        theta, log_nu = fit(log.subset(~held[log.rater]))
+        theta, log_nu = fit(log.subset(reference[log.rater] & ~held[log.rater]))
         found = raters_judge(
             log, theta=theta, log_nu=log_nu, n_raters=n_raters, network=network, arrival=arrival, **thresholds
         )

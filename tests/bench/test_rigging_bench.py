@@ -5,27 +5,38 @@ import json
 import numpy as np
 from django.core.management import call_command
 
+from bench import rigging
 from bench.rigging import (
     assigned_stream,
     attack_stream,
     campaign_on_populus,
     honest_practice,
+    lift,
+    plain_skills,
     rank_of,
     simulate_honest,
+    votes_to_move,
 )
 
 
 def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
     call_command("bench", "rigging", "--json", "--quick")
     figures = json.loads(capsys.readouterr().out)
-    for key in ("min_cost_ratio", "attackers_held_out", "honest_held_out"):
+    for key in ("min_cost_ratio", "attackers_held_out", "honest_held_out", "riggers_held_out"):
         assert key in figures
-    rows = {key: value for key, value in figures.items() if isinstance(value, dict)}
+    rows = {key: value for key, value in figures.items() if isinstance(value, dict) and ".move" not in key}
     assert {key.split(".")[1] for key in rows} == {"one_rank", "top_3"}
     for row in rows.values():
         assert {"plain_votes", "cost_ratio", "attackers_held_out", "honest_held_out"} <= set(row)
         assert 0 <= row["attackers_held_out"] <= 1 and 0 <= row["honest_held_out"] <= 1
     assert figures["min_cost_ratio"] > 0 and 0 <= figures["honest_held_out"] <= 1
+    moves = {key: value for key, value in figures.items() if key.endswith(".move")}
+    assert set(moves) == {f"{name}.move" for name in rigging.QUICK_MOVE_ATTACKS}
+    for row in moves.values():
+        assert len(row["pairs"]) == len(rigging.QUICK_MOVE_TARGET_OFFSETS)
+        assert row["plain_votes_median"] > 0 and row["cost_ratio_median"] >= row["cost_ratio_min"] > 0
+    assert figures["min_movement_cost_ratio"] > 0
+    assert 0 < figures["movement_amount_plain"] < 1 and 0 < figures["movement_amount_populus"] < 1
 
 
 def test_the_simulated_log_has_the_size_and_ties_asked_for():
@@ -74,3 +85,76 @@ def test_each_honest_raters_first_votes_are_practice():
     assert first.sum() == honest.n_raters
     assert (honest.log.rater[first] == np.arange(honest.n_raters)).all()
     assert not honest_practice(honest, 0).any()
+
+
+def test_a_campaign_of_no_votes_moves_nothing_and_one_that_never_moves_is_never_enough():
+    honest = simulate_honest(n_models=10, n_votes=5_000, seed=5)
+    order = np.argsort(-plain_skills(honest.log, 10))
+    target, above = int(order[5]), int(order[4])
+    stream = attack_stream(
+        "target_only", target=target, rivals=order[4:5], accuracy=1.0, n_models=10, length=400, seed=1
+    )
+    start = plain_skills(honest.log, 10)
+    start_gap = start[target] - start[above]
+    unmoved = plain_skills(rigging._plain_log(honest, stream, 0), 10)
+    assert lift(unmoved, target, above, start_gap) == 0
+    moved = plain_skills(rigging._plain_log(honest, stream, 400), 10)
+    assert lift(moved, target, above, start_gap) > 0
+    assert votes_to_move(lambda votes: start, target=target, above=above, amount=0.01, limit=1_000) is None
+
+
+def test_votes_to_move_finds_a_known_shift_whether_the_target_rises_or_its_rival_falls():
+    base = np.array([1.0, 0.5, 0.4, 0.0])
+
+    def target_rises(votes):
+        return base + np.array([0, 0, 0.001, 0]) * votes
+
+    def rival_falls(votes):
+        return base - np.array([0, 0.002, 0, 0]) * votes
+
+    # 0.1 of lift at 0.001 a vote: 100 votes (the search stops within 2%).
+    assert 98 <= votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=10_000) <= 102
+    assert 49 <= votes_to_move(rival_falls, target=2, above=1, amount=0.1, limit=10_000) <= 51
+    assert votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=50) is None
+
+
+def test_a_campaign_as_large_as_the_honest_log_holds_out_no_honest_rater_and_most_attackers():
+    honest = simulate_honest(n_models=20, n_votes=20_000, seed=0)
+    order = np.argsort(-plain_skills(honest.log, 20))
+    target = int(order[10])
+    assigned = assigned_stream(
+        "omnipresent",
+        target=target,
+        rivals=order[:10][::-1],
+        accuracy=1.0,
+        theta=honest.theta,
+        length=60_000,
+        seed=2,
+    )
+    campaign = campaign_on_populus(assigned, per_rater=1, practice=1)
+    shares = {}
+    for name, detector in (("earlier", rigging.EARLIER_DETECTOR), ("now", None)):
+        _, attackers_held, attackers, honest_held = rigging._populus_board(
+            honest, assigned, campaign, 20_000, networks=5, practice=1, detector=detector
+        )
+        shares[name] = (attackers_held.sum() / attackers, honest_held)
+    # Judged against a fit of every vote, which the campaign drags, honest crowds looked rigged.
+    assert shares["earlier"][1] > 0.05
+    assert shares["now"][1] <= 0.01 and shares["now"][0] >= 0.9 > shares["earlier"][0]
+
+
+def test_riggers_are_the_attackers_who_cast_a_counted_vote_of_use():
+    theta = np.linspace(1, -1, 20)
+    assigned = assigned_stream(
+        "target_only", target=10, rivals=np.array([9]), accuracy=1.0, theta=theta, length=3_000, seed=3
+    )
+    campaign = campaign_on_populus(assigned, per_rater=3, practice=1)
+    votes = len(campaign.battle)
+    rigged = rigging.riggers(assigned, campaign, votes)
+    for rater in range(campaign.rater.max() + 1):
+        mine = campaign.rater == rater
+        counted_use = assigned.useful[campaign.battle[mine]] & ~campaign.practice[mine]
+        assert rigged[rater] == counted_use.any()
+    # Raters who sat through their practice battle and left cast nothing of use.
+    assert 0 < rigged.sum() < len(rigged)
+    assert not rigging.riggers(assigned, campaign, 0).any()

@@ -3,7 +3,14 @@ standing far more than chance is held out with its reason."""
 
 import numpy as np
 
-from stats.rigging import VoteLog, excess_table, expected_scores, raters_hold_out, raters_judge
+from stats.rigging import (
+    VoteLog,
+    excess_table,
+    expected_scores,
+    raters_hold_out,
+    raters_judge,
+    reference_raters,
+)
 
 N_MODELS = 12
 THETA = np.linspace(1.0, -1.0, N_MODELS)
@@ -142,3 +149,42 @@ def test_it_catches_an_attacker_who_spreads_small_losses_over_every_rival_above_
     rigger = VoteLog(np.full(150, 500), i, j, np.zeros(150))
     found = raters_judge(joined(honest, rigger), theta=THETA, log_nu=-np.inf, n_raters=501)
     assert set(found) == {500} and found[500].over_above
+
+
+def test_everyone_is_judged_against_a_fit_of_the_raters_nearly_alone_on_their_network():
+    rng = np.random.default_rng(9)
+    log = honest_votes(rng, 400, 10)
+    network = np.r_[np.arange(300), np.full(100, 999)]  # 300 alone, 100 behind one network
+    assert reference_raters(network, 400, 3).tolist() == [True] * 300 + [False] * 100
+    fitted = []
+
+    def recording_fit(kept):
+        fitted.append(set(np.unique(kept.rater).tolist()))
+        return THETA, -np.inf
+
+    raters_hold_out(log, fit=recording_fit, n_raters=400, network=network)
+    assert fitted[0] == set(range(300))
+    # Were the reference raters to cast too few of the votes, every rater would be one.
+    fitted.clear()
+    raters_hold_out(log, fit=recording_fit, n_raters=400, network=np.r_[np.arange(50), np.full(350, 999)])
+    assert fitted[0] == set(range(400))
+
+
+def test_in_a_flagged_crowd_it_peels_off_each_group_that_pushes_its_own_model():
+    rng = np.random.default_rng(10)
+    honest = honest_votes(rng, 500, 20)
+    crowd = np.arange(500, 560)
+    rater = np.repeat(crowd, 2)
+    # Half the crowd has model 10 beat model 11, the other half model 1 beat model 0: no model, alone or
+    # against the models above it, is moved by both halves.
+    pushes_low = rater < 530
+    i = np.where(pushes_low, 10, 1)
+    j = np.where(pushes_low, 11, 0)
+    sybils = VoteLog(rater, i, j, np.ones(len(rater)))
+    network = np.r_[np.arange(500), np.full(60, 10_000)]
+    log = joined(honest, sybils)
+    once = raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=560, network=network, peels=1)
+    assert len(once) == 30
+    peeled = raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=560, network=network)
+    assert set(peeled) == set(crowd)
+    assert peeled[500].model in (10, 11) and peeled[559].model in (0, 1)

@@ -513,12 +513,9 @@ class QuizAnswersExport(PublicReadMixin, APIView):
     )
     def get(self, request, slug: str):
         tournament = _tournament_named(slug)
-        response = StreamingHttpResponse(
-            contribution_lines(tournament=tournament), content_type="application/x-ndjson; charset=utf-8"
+        return _json_lines_download(
+            contribution_lines(tournament=tournament), f"{tournament.slug}-quiz-answers"
         )
-        response["Content-Disposition"] = f'attachment; filename="{tournament.slug}-quiz-answers.jsonl"'
-        response["Cache-Control"] = f"public, max-age={EXPORT_CACHE_SECONDS}"
-        return response
 
 
 class BattlesExport(PublicReadMixin, APIView):
@@ -541,9 +538,12 @@ class BattlesExport(PublicReadMixin, APIView):
     )
     def get(self, request, slug: str):
         tournament = _tournament_named(slug)
-        response = StreamingHttpResponse(
-            exports.battle_lines(tournament=tournament), content_type="application/x-ndjson; charset=utf-8"
-        )
-        response["Content-Disposition"] = f'attachment; filename="{tournament.slug}-battles.jsonl"'
-        response["Cache-Control"] = f"public, max-age={EXPORT_CACHE_SECONDS}"
-        return response
+        return _json_lines_download(exports.battle_lines(tournament=tournament), f"{tournament.slug}-battles")
+
+
+def _json_lines_download(lines, name: str) -> StreamingHttpResponse:
+    """A streamed JSON-lines attachment, ``<name>.jsonl``."""
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}.jsonl"'
+    response["Cache-Control"] = f"public, max-age={EXPORT_CACHE_SECONDS}"
+    return response

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Goal", "Weights", "board_need", "mixture", "mixture_weights", "pair_probability"]
+__all__ = ["Goal", "Weights", "board_need", "board_rarity", "mixture", "mixture_weights", "pair_probability"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,17 @@ def board_need(
     short = max(1.0 - raters / goal.min_raters, 0.0) if goal.min_raters else 0.0
     information = 2.0 / (2.0 + max(tie_parameter, 0.0))
     return (weights.leader * leader + weights.intervals * intervals + weights.raters * short) * information
+
+
+def board_rarity(pooled_raters: int, board_raters: int, exponent: float = 1.0) -> float:
+    """How much a board's need counts when one of its raters arrives: ``(pooled_raters /
+    board_raters) ** exponent``. Only a group's own raters can feed its board, so a small group's board
+    gets a battle only when one of its few raters is here; every rater feeds the pooled board (1)."""
+    if exponent < 0:
+        raise ValueError(f"the rarity exponent must not be negative, not {exponent!r}")
+    if board_raters <= 0:
+        return 1.0
+    return (max(pooled_raters, board_raters) / board_raters) ** exponent
 
 
 def mixture_weights(needs: Sequence[float]) -> list[float]:

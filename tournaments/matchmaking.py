@@ -10,7 +10,8 @@ A rater's votes feed the pooled board and one board per group they belong to, on
 its own tie parameter (Trust is mostly ties, Overall seldom). Each board has one queue of *slots* in
 Redis. A slot is one proposal: the board's distribution over pairs, the pair it drew, and the board's
 *need* (times its rarity, `stats.board_mix.board_rarity`: a group's board is fed only by its own raters,
-so a small group's need counts more when one of them arrives). The distribution is the mixture of the board's dimensions' distributions weighted by what each
+so a small group's need counts more when one of them arrives). The distribution is the mixture of the
+board's dimensions' distributions weighted by what each
 still needs to reach the tournament's precision goal (`stats.board_mix`: leader announced, intervals
 narrow enough, enough raters to publish, times the information a battle carries under that dimension's
 ties); the need is their sum. Slots are made one after another, each counting the earlier slots' pairs
@@ -215,7 +216,8 @@ def slots_make(
         # Keys are in the matchmakers' model order, which is ascending pk: already `pair_key` order.
         distribution = mixture(distributions, needs)
         pick = _random.choices(list(distribution), weights=list(distribution.values()))[0]
-        slots.append(Slot(probabilities=distribution, pick=pick, made_at=time.time(), need=sum(needs) * rarity))
+        need = sum(needs) * rarity
+        slots.append(Slot(probabilities=distribution, pick=pick, made_at=time.time(), need=need))
         in_flight.append(pick)
     return slots
 

@@ -103,7 +103,8 @@ REFRESH = 50
 RARITY = 1.0
 MIXTURE_CAP = 0.0
 MIN_BATTLES = 0
-FULL = {"seeds": 8, "horizon": 4_000, "checkpoint": 100, "budgets": (1_000, 2_000, 4_000)}
+ANNOUNCE_RULES_COMPARED = (0, 300, 600)
+FULL = {"seeds": 16, "horizon": 8_000, "checkpoint": 100, "budgets": (2_000, 4_000, 8_000)}
 QUICK = {"seeds": 2, "horizon": 600, "checkpoint": 100, "budgets": (300, 600)}
 TARGETS = {
     "all_boards_announce_ratio": ("<=", 0.6),
@@ -468,6 +469,14 @@ def run(*, quick: bool = False, processes: int | None = None, **overrides) -> di
     per_seed = _map([(seed, sizes) for seed in range(sizes["seeds"])], processes=processes)
     min_battles = sizes.get("min_battles", MIN_BATTLES)
     announce = _announce_figures(per_seed, horizon, sizes["budgets"], min_battles)
+    # The trade-off of a minimum of battles before a board may announce: fewer wrong, later.
+    by_rule = {
+        str(battles): {
+            name: _announce_figures(per_seed, horizon, sizes["budgets"], battles)[name]
+            for name in ("wrong_announcement_rate", "announcements", "restricted_mean_announce_ratio")
+        }
+        for battles in ANNOUNCE_RULES_COMPARED
+    }
     half = sizes["seeds"] // 2
     halves = [
         _announce_figures(part, horizon, sizes["budgets"], min_battles)
@@ -483,6 +492,7 @@ def run(*, quick: bool = False, processes: int | None = None, **overrides) -> di
     z = np.concatenate([r["new"]["z"] for r in per_seed])
     figures = {
         **announce,
+        "by_min_battles": by_rule,
         "tau_delta_min": deltas[worst] if deltas else 0.0,
         "tau_delta_min_se": errors[worst] if deltas else 0.0,
         "tau_delta_min_where": {"budget": worst[0], "board": worst[1][0], "dimension": worst[1][1]}

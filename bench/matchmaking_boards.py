@@ -100,7 +100,7 @@ OUTCOME_COLUMN = {"a": 0, "b": 1, "tie": 2}
 # Battles between two refreshes of the matchmakers' posteriors and needs.
 REFRESH = 50
 # Policy settings of the new arm (each can be overridden in ``run``).
-RARITY = 1.0
+RARITY = 0.0
 MIXTURE_CAP = 0.0
 MIN_BATTLES = 0
 ANNOUNCE_RULES_COMPARED = (0, 300, 600)

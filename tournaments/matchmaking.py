@@ -9,9 +9,7 @@ A rater's votes feed the pooled board and one board per group they belong to, on
 (board, dimension) has its own matchmaker, fitted on that board's counted votes on that dimension, with
 its own tie parameter (Trust is mostly ties, Overall seldom). Each board has one queue of *slots* in
 Redis. A slot is one proposal: the board's distribution over pairs, the pair it drew, and the board's
-*need* (times its rarity, `stats.board_mix.board_rarity`: a group's board is fed only by its own raters,
-so a small group's need counts more when one of them arrives). The distribution is the mixture of the
-board's dimensions' distributions weighted by what each
+*need*. The distribution is the mixture of the board's dimensions' distributions weighted by what each
 still needs to reach the tournament's precision goal (`stats.board_mix`: leader announced, intervals
 narrow enough, enough raters to publish, times the information a battle carries under that dimension's
 ties); the need is their sum. Slots are made one after another, each counting the earlier slots' pairs
@@ -52,7 +50,7 @@ from django.conf import settings
 
 from config.celery_app import enqueue_on_commit
 from raters.models import Rater
-from stats.board_mix import Goal, Weights, board_need, board_rarity, mixture, mixture_weights
+from stats.board_mix import Goal, Weights, board_need, mixture, mixture_weights
 from stats.matchmaker import Matchmaker
 from tournaments.models import Battle, Dimension, LLMModel, Tournament, Vote, VoteChoice
 
@@ -199,11 +197,6 @@ def slots_make(
     unavailable = [pair_key(a, b) for a in everyone for b in everyone if a < b and not {a, b} <= available]
     in_flight = board_in_flight(tournament, group_id) + list(pending)
     needs = [need for _, need in parts]
-    # Only a group's own raters feed its board: when one of a small group's few raters arrives, that
-    # board's need counts as many times more as the group is rarer than the whole study.
-    rarity = 1.0
-    if group_id is not None:
-        rarity = board_rarity(board_raters(tournament, None), board_raters(tournament, group_id))
     slots = []
     for _ in range(count):
         try:
@@ -216,8 +209,7 @@ def slots_make(
         # Keys are in the matchmakers' model order, which is ascending pk: already `pair_key` order.
         distribution = mixture(distributions, needs)
         pick = _random.choices(list(distribution), weights=list(distribution.values()))[0]
-        need = sum(needs) * rarity
-        slots.append(Slot(probabilities=distribution, pick=pick, made_at=time.time(), need=need))
+        slots.append(Slot(probabilities=distribution, pick=pick, made_at=time.time(), need=sum(needs)))
         in_flight.append(pick)
     return slots
 

@@ -230,18 +230,3 @@ def test_an_all_ties_dimension_needs_little_and_the_tournament_weights_count(stu
     tournament.matchmaking_weight_raters = 0
     tournament.save()
     assert all(need == 0 for _, need in matchmaking.board_parts(tournament, None))
-
-
-def test_a_small_groups_board_counts_as_many_times_more_as_the_group_is_rarer(study, groups, tournament):
-    from raters.models import Group
-    from tests.leaderboard.board_data import raters_in, votes_cast
-
-    young = raters_in(study, "us-age-18-34", count=4)
-    older = raters_in(study, "us-age-55-plus", count=12)
-    votes_cast(tournament, young + older, per_rater=3, seed=3)
-    young_group = Group.objects.get(slug="us-age-18-34").pk
-    needs = [need for _, need in matchmaking.board_parts(tournament, young_group)]
-    slot = matchmaking.slots_make(tournament, young_group, 1)[0]
-    assert slot.need == pytest.approx(sum(needs) * 16 / 4)  # 16 raters in the study, 4 feed this board
-    pooled_needs = [need for _, need in matchmaking.board_parts(tournament, None)]
-    assert matchmaking.slots_make(tournament, None, 1)[0].need == pytest.approx(sum(pooled_needs))

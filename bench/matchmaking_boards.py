@@ -186,7 +186,7 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
     battles_on = dict.fromkeys(boards, 0)
     flying: dict = {b: [] for b in boards}
     counts = np.zeros(len(PAIRS))
-    goal = Goal(threshold=THRESHOLD)
+    goal = Goal(threshold=THRESHOLD, **sizes.get("goal", {}))
     weights = Weights(**sizes.get("weights", {}))
     rarity = sizes.get("rarity", RARITY)
     mixture_cap = sizes.get("mixture_cap", MIXTURE_CAP)

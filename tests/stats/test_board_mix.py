@@ -101,3 +101,14 @@ def test_a_small_groups_board_counts_more_when_one_of_its_few_raters_arrives():
     assert board_rarity(0, 0) == 1.0  # no rater yet: nothing to tell the boards apart
     with pytest.raises(ValueError, match="rarity exponent"):
         board_rarity(10, 5, exponent=-1.0)
+
+
+def test_a_step_shortfall_asks_as_much_of_a_nearly_announced_board_as_of_an_open_one():
+    step = Goal(leader_shortfall="step")
+    assert need(p_best=0.9, raters=40, widest_interval=0.5, goal=step) == need(
+        p_best=0.2, raters=40, widest_interval=0.5, goal=step
+    )
+    assert need(p_best=0.9, raters=40, widest_interval=0.5) < need(p_best=0.2, raters=40, widest_interval=0.5)
+    assert need(p_best=0.96, raters=40, widest_interval=0.5, goal=step) == 0.0
+    with pytest.raises(ValueError, match="leader_shortfall"):
+        Goal(leader_shortfall="square")

@@ -102,7 +102,8 @@ REFRESH = 50
 # Policy settings of the new arm (each can be overridden in ``run``).
 RARITY = 0.0
 MIXTURE_CAP = 0.0
-MIN_BATTLES = 0
+# The site's POPULUS_MIN_ANNOUNCE_BATTLES: a board announces only once it has this many battles.
+MIN_BATTLES = 300
 ANNOUNCE_RULES_COMPARED = (0, 300, 600)
 FULL = {"seeds": 16, "horizon": 8_000, "checkpoint": 100, "budgets": (2_000, 4_000, 8_000)}
 QUICK = {"seeds": 2, "horizon": 600, "checkpoint": 100, "budgets": (300, 600)}

@@ -456,8 +456,8 @@ def _announce_figures(per_seed: list[dict], horizon: int, budgets, min_battles: 
 
 
 def run(*, quick: bool = False, processes: int | None = None, **overrides) -> dict:
-    """The figures above. ``overrides`` replace sizes (``seeds``, ``horizon``, ``checkpoint``,
-    ``budgets``), set the need weights of the new policy (``weights={"intervals": 0.0}``), its
+    """The figures above. ``overrides`` replace sizes (``seeds``, ``first_seed``, ``horizon``,
+    ``checkpoint``, ``budgets``), set the need weights of the new policy (``weights={"intervals": 0.0}``), its
     ``rarity`` exponent, a ``mixture_cap`` on the combined distribution, or the announcement rule's
     ``min_battles``."""
     sizes = {**(QUICK if quick else FULL), **overrides}
@@ -467,7 +467,8 @@ def run(*, quick: bool = False, processes: int | None = None, **overrides) -> di
     horizon, every = sizes["horizon"], sizes["checkpoint"]
     if processes is None:
         processes = 1 if quick else max(2, os.cpu_count() or 2)
-    per_seed = _map([(seed, sizes) for seed in range(sizes["seeds"])], processes=processes)
+    first = sizes.get("first_seed", 0)  # another first seed: an independent run, to compare two runs
+    per_seed = _map([(seed, sizes) for seed in range(first, first + sizes["seeds"])], processes=processes)
     min_battles = sizes.get("min_battles", MIN_BATTLES)
     announce = _announce_figures(per_seed, horizon, sizes["budgets"], min_battles)
     # The trade-off of a minimum of battles before a board may announce: fewer wrong, later.

@@ -23,46 +23,65 @@ The simulated study
 * ``IN_FLIGHT`` battles are always running: results arrive ``ARRIVALS`` at a time, then as many new
   battles start, each proposal counting every running battle of the boards concerned as in flight.
 * Boards: pooled and one per group, on every dimension; each is a ``Matchmaker`` fed the votes of its
-  raters. The new policy draws a rater's pair from the mixture over their four boards and every
-  dimension, weighted by need (``stats.board_mix`` with its default goal, weights and the leader
-  threshold 0.95); the uniform policy draws any pair the rater has not had. Both run on the same raters
-  and, by common random numbers, the same outcome for a rater's k-th battle.
+  raters. As on the site, the matchmakers see the votes in batches (every ``REFRESH`` battles: the
+  site refills its queues every 20 s), and a rater's pair is drawn as ``tournaments.matchmaking`` draws
+  it: each of the rater's four boards offers its slot (the mixture of its dimensions' distributions
+  weighted by their needs, with the board's battles in flight counted), restricted to the pairs the
+  rater has not had and renormalised; the boards are weighted by need times rarity
+  (``stats.board_mix.board_rarity``, exponent ``rarity``); optionally the combined distribution is
+  capped (``mixture_cap``). The uniform policy draws any pair the rater has not had. Both run on the
+  same raters and, by common random numbers, the same outcome for a rater's k-th battle.
 
 Figures (paired seed by seed)
 -----------------------------
-Every ``CHECKPOINT`` battles each Overall board's P(best) is read: a board *announces* at the first
-checkpoint where its favourite's P(best) >= 0.95 (and keeps its first announcement).
+Every ``checkpoint`` battles each board's favourite on Overall and its P(best) are recorded; a board
+*announces* at the first checkpoint where that P(best) >= 0.95 (:func:`announcements`, optionally only
+once the board has ``min_battles`` battles), and keeps its first announcement.
+
+Censoring is reported, not hidden: the smallest groups (1.6% of raters) get about 130 battles in 8,000,
+far too few to tell two models 60 Elo apart at 95%, so in both arms some boards have not announced by
+the horizon. Battles to announce are censored at the horizon, and:
 
 * ``all_boards_announce_ratio``: battles until every Overall board (pooled and the 22 groups) has
-  announced, new / uniform, geometric mean over seeds; a board that has not announced by the horizon
-  counts the horizon (censored: the ratio is then biased towards 1). ``pooled_announce_ratio``: the
-  same for the pooled board alone; ``boards_announced_share``: the share of boards announced by the
-  horizon, per policy;
+  announced, new / uniform, median over seeds, with a board not announced counted at the horizon;
+  ``all_boards_censored`` gives, per policy, the share of seeds where some board had not announced
+  (where both are censored the ratio is 1 by construction and says nothing);
+* ``pooled_announce_ratio``: the same for the pooled board alone (geometric mean over seeds) and
+  ``pooled_censored``;
+* ``restricted_mean_announce_ratio``: the restricted mean of battles to announce (each board's
+  battles to announce capped at the horizon, summed over boards and seeds), new / uniform: every board
+  counts, and a board announced sooner counts even when others are censored;
+* ``boards_announced_share``: per budget, the share of (seed, board) announced by then, per policy;
 * ``wrong_announcement_rate``: share of announcements naming a model that is not the board's true
-  best, per policy;
+  best, per policy (``announcements``: how many there were);
 * ``tau_delta_min``: at each budget, Kendall tau of every board and dimension with its truth, paired
-  difference new - uniform averaged over seeds; the worst over boards, dimensions and budgets (and the
-  mean, ``tau_delta_mean``);
+  difference new - uniform averaged over seeds; the worst over boards, dimensions and budgets, with its
+  standard error and place; ``tau_deltas_significantly_negative`` counts the differences more than two
+  standard errors below zero, ``tau_delta_min_pooled`` is the worst on the pooled board;
 * ``z_sd``: sd of ``(estimated - true difference) / posterior sd`` over the pooled Overall board's
-  pairs at the last budget, new policy (the truth being the base skills shrunk to what the tie and
+  pairs at the horizon, new policy (the truth being the base skills shrunk to what the tie and
   careless-rater model leaves visible, the Bradley-Terry-Davidson fit to the exact outcome
   probabilities);
-* ``max_pair_share``: the busiest pair's share of all battles, new policy;
+* ``max_pair_share``: the busiest pair's share of all battles, new policy (and uniform's);
 * ``top1_stays_ratio`` (no target): battles until the pooled Overall leader is the true best at every
   later checkpoint, new / uniform;
-* ``two_runs_agreement``: ``all_boards_announce_ratio`` on each half of the seeds.
+* ``two_halves``: the three announcement ratios on each half of the seeds, and whether they agree
+  within 10%.
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import time
 
 import numpy as np
 
-from stats.board_mix import Goal, Weights, board_need, mixture
+from stats.board_mix import Goal, Weights, board_need, board_rarity, mixture_weights
 from stats.census import PRESETS
 from stats.matchmaker import Matchmaker
+from stats.matchmaker import _capped as capped
 
 ELO_PER_NAT = 400 / math.log(10)
 MODELS = 8
@@ -76,8 +95,18 @@ CARELESS_SHARE = 0.15
 IN_FLIGHT = 50
 ARRIVALS = 10
 THRESHOLD = 0.95
-FULL = {"seeds": 8, "horizon": 4_000, "checkpoint": 100, "budgets": (1_000, 2_000, 4_000)}
-QUICK = {"seeds": 2, "horizon": 200, "checkpoint": 50, "budgets": (100, 200)}
+PAIRS = [(i, j) for i in range(MODELS) for j in range(i + 1, MODELS)]
+OUTCOME_COLUMN = {"a": 0, "b": 1, "tie": 2}
+# Battles between two refreshes of the matchmakers' posteriors and needs.
+REFRESH = 50
+# Policy settings of the new arm (each can be overridden in ``run``).
+RARITY = 0.0
+MIXTURE_CAP = 0.0
+# The site's POPULUS_MIN_ANNOUNCE_BATTLES: a board announces only once it has this many battles.
+MIN_BATTLES = 300
+ANNOUNCE_RULES_COMPARED = (0, 300, 600)
+FULL = {"seeds": 16, "horizon": 8_000, "checkpoint": 100, "budgets": (2_000, 4_000, 8_000)}
+QUICK = {"seeds": 2, "horizon": 600, "checkpoint": 100, "budgets": (300, 600)}
 TARGETS = {
     "all_boards_announce_ratio": ("<=", 0.6),
     "pooled_announce_ratio": ("<=", 0.6),
@@ -153,75 +182,102 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
     n, dims = MODELS, len(TIE_RATES)
     boards = [None, *range(len(study.groups))]
     matchmakers = {(b, k): Matchmaker(list(range(n)), seed=[seed, 4]) for b in boards for k in range(dims)}
+    pending = {key: np.zeros((len(PAIRS), 3)) for key in matchmakers}
     raters_on = dict.fromkeys(boards, 0)
+    battles_on = dict.fromkeys(boards, 0)
     flying: dict = {b: [] for b in boards}
-    pairs_all = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    counts = dict.fromkeys(pairs_all, 0)
-    goal = Goal(threshold=THRESHOLD)
+    counts = np.zeros(len(PAIRS))
+    goal = Goal(threshold=THRESHOLD, **sizes.get("goal", {}))
     weights = Weights(**sizes.get("weights", {}))
+    rarity = sizes.get("rarity", RARITY)
+    mixture_cap = sizes.get("mixture_cap", MIXTURE_CAP)
     needs_cache: dict = {}
-    running: list = []  # (rater, pair, outcome draws)
-    queue: list = []  # raters waiting for their next battle: [groups, careless, met, left]
-    announced: dict = {}
+    running: list = []  # (rater, pair index, outcome draws)
+    queue: list = []  # raters waiting for their next battle: [groups, careless, met mask, left, skills]
+    trajectory: list = []  # (battles, {board: (favourite's P(best), favourite, board's battles)})
     stays: list[bool] = []
     taus: dict = {}
-    z: list[float] = []
     done = 0
 
-    def need_of(board, k) -> float:
-        key = (board, k)
-        if key not in needs_cache:
-            m = matchmakers[key]
-            widest = max(hi - lo for lo, hi in m.intervals().values())
-            needs_cache[key] = board_need(
-                p_best=max(m.probability_best().values()),
-                models=n,
-                widest_interval=widest,
-                raters=raters_on[board],
-                tie_parameter=m.tie_parameter(),
-                goal=goal,
-                weights=weights,
+    def refresh() -> None:
+        """Hand the votes since the last refresh to the matchmakers (the site's queues are refilled
+        every 20 s, so its proposals come from a posterior a few dozen battles old too)."""
+        for key, tally in pending.items():
+            rows = np.flatnonzero(tally.sum(axis=1))
+            if len(rows):
+                matchmakers[key].observe_counts((*PAIRS[r], *tally[r]) for r in rows.tolist())
+                tally[:] = 0.0
+        needs_cache.clear()
+
+    def dimension_needs(board) -> list[float]:
+        if board not in needs_cache:
+            needs = []
+            for k in range(dims):
+                m = matchmakers[(board, k)]
+                widest = max(hi - lo for lo, hi in m.intervals().values())
+                needs.append(
+                    board_need(
+                        p_best=max(m.probability_best().values()),
+                        models=n,
+                        widest_interval=widest,
+                        raters=raters_on[board],
+                        tie_parameter=m.tie_parameter(),
+                        goal=goal,
+                        weights=weights,
+                    )
+                )
+            needs_cache[board] = needs
+        return needs_cache[board]
+
+    def board_distribution(board) -> np.ndarray:
+        """The board's slot: the mixture of its dimensions' distributions (site: ``slots_make``)."""
+        parts = [
+            np.fromiter(
+                matchmakers[(board, k)].pair_distribution(in_flight=flying[board]).values(), float, len(PAIRS)
             )
-        return needs_cache[key]
+            for k in range(dims)
+        ]
+        return np.array(mixture_weights(dimension_needs(board))) @ np.array(parts)
+
+    def choose(rater_groups: list, allowed: np.ndarray) -> int:
+        if policy == "uniform":
+            return int(pick_rng.choice(np.flatnonzero(allowed)))
+        fed = (None, *rater_groups)
+        slots, needs = [], []
+        for b in fed:
+            slot = board_distribution(b) * allowed
+            slots.append(slot / slot.sum())
+            needs.append(sum(dimension_needs(b)) * board_rarity(raters_on[None], raters_on[b], rarity))
+        combined = np.array(mixture_weights(needs)) @ np.array(slots)
+        if mixture_cap:
+            kept = np.flatnonzero(allowed)
+            combined[kept] = capped(combined[kept], max(mixture_cap, 1.0 / len(kept)), 0.0)
+        return int(pick_rng.choice(len(PAIRS), p=combined / combined.sum()))
 
     def start() -> None:
         if not queue:
             rater_groups, careless = study.rater(rng)
             for b in (None, *rater_groups):
                 raters_on[b] += 1
-            queue.append([rater_groups, careless, set(), BATTLES_PER_RATER])
+            skills = study.base + study.offsets[rater_groups].sum(axis=0)
+            queue.append([rater_groups, careless, np.ones(len(PAIRS), dtype=bool), BATTLES_PER_RATER, skills])
         rater = queue.pop(0)
-        rater_groups, careless, met, _ = rater
-        allowed = [p for p in pairs_all if p not in met]
-        if policy == "uniform":
-            pair = allowed[pick_rng.integers(len(allowed))]
-        else:
-            parts, needs = [], []
-            for b in (None, *rater_groups):
-                for k in range(dims):
-                    parts.append(
-                        matchmakers[(b, k)].pair_distribution(exclude_pairs=met, in_flight=flying[b])
-                    )
-                    needs.append(need_of(b, k))
-            combined = mixture(parts, needs)
-            keys = list(combined)
-            pair = keys[
-                pick_rng.choice(len(keys), p=np.array(list(combined.values())) / sum(combined.values()))
-            ]
-        met.add(pair)
+        rater_groups, _, allowed, _, _ = rater
+        pair = choose(rater_groups, allowed)
+        allowed[pair] = False
         rater[3] -= 1
         for b in (None, *rater_groups):
-            flying[b].append(pair)
+            flying[b].append(PAIRS[pair])
         running.append((rater, pair, rng.random((dims, 2))))
 
     def checkpoint() -> None:
+        refresh()
+        readings = {}
         for b in boards:
-            m = matchmakers[(b, 0)]
-            if b not in announced:
-                p_best = m.probability_best()
-                top = max(p_best, key=p_best.get)
-                if p_best[top] >= THRESHOLD:
-                    announced[b] = (done, top == int(np.argmax(study.truth[b][0])))
+            p_best = matchmakers[(b, 0)].probability_best()
+            top = max(p_best, key=p_best.get)
+            readings["pooled" if b is None else b] = (p_best[top], top, battles_on[b])
+        trajectory.append((done, readings))
         stays.append(matchmakers[(None, 0)].ranking()[0] == int(np.argmax(study.base[0])))
         if done in sizes["budgets"]:
             taus[done] = {
@@ -233,28 +289,32 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
     for _ in range(IN_FLIGHT):
         start()
     while done < sizes["horizon"]:
-        order = pick_rng.permutation(len(running))[:ARRIVALS]
-        finished = [running[i] for i in order]
-        running[:] = [r for i, r in enumerate(running) if i not in set(order.tolist())]
+        order = set(pick_rng.permutation(len(running))[:ARRIVALS].tolist())
+        finished = [r for i, r in enumerate(running) if i in order]
+        running[:] = [r for i, r in enumerate(running) if i not in order]
         for rater, pair, draws in finished:
-            rater_groups, careless, _, left = rater
-            skills = [study.base[k] + study.offsets[rater_groups].sum(axis=0)[k] for k in range(dims)]
+            rater_groups, careless, _, left, skills = rater
+            a, b = PAIRS[pair]
             counts[pair] += 1
-            for b in (None, *rater_groups):
-                flying[b].remove(pair)
+            outcomes = [
+                OUTCOME_COLUMN[_outcome(skills[k][a], skills[k][b], TIE_RATES[k], careless, *draws[k])]
+                for k in range(dims)
+            ]
+            for board in (None, *rater_groups):
+                flying[board].remove(PAIRS[pair])
+                battles_on[board] += 1
                 for k in range(dims):
-                    outcome = _outcome(
-                        skills[k][pair[0]], skills[k][pair[1]], TIE_RATES[k], careless, *draws[k]
-                    )
-                    matchmakers[(b, k)].observe(pair[0], pair[1], outcome)
+                    pending[(board, k)][pair, outcomes[k]] += 1
             if left > 0:
                 queue.append(rater)
             done += 1
             if done % sizes["checkpoint"] == 0:
                 checkpoint()
-        needs_cache.clear()
+            elif done % REFRESH == 0:
+                refresh()
         for _ in finished:
             start()
+    refresh()
     pooled = matchmakers[(None, 0)]
     target = _pseudo_true(study.base[0], TIE_RATES[0])
     mean, covariance = pooled.posterior()
@@ -262,11 +322,12 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
     sd = np.sqrt(covariance[first, first] + covariance[second, second] - 2 * covariance[first, second])
     z = ((mean[first] - mean[second]) - (target[first] - target[second])) / sd
     return {
-        "announced": {("pooled" if b is None else b): v for b, v in announced.items()},
+        "trajectory": trajectory,
+        "truth": {("pooled" if b is None else b): int(np.argmax(t[0])) for b, t in study.truth.items()},
         "stays": stays,
         "taus": taus,
         "z": z.tolist(),
-        "max_pair_share": max(counts.values()) / done,
+        "max_pair_share": float(counts.max() / done),
     }
 
 
@@ -289,8 +350,16 @@ def _pseudo_true(skills: np.ndarray, tie_rate: float) -> np.ndarray:
     return mean
 
 
-def _announce_time(result: dict, boards: list, horizon: int) -> float:
-    return max(result["announced"].get(b, (horizon, None))[0] for b in boards)
+def announcements(result: dict, *, min_battles: int = 0) -> dict:
+    """Each board's first announcement: {board: (battles, whether it names the true best)}. A board
+    announces at the first checkpoint where its favourite's P(best) >= THRESHOLD, once it has counted
+    at least ``min_battles`` battles (it keeps its first announcement)."""
+    announced = {}
+    for done, readings in result["trajectory"]:
+        for board, (p_best, top, battles) in readings.items():
+            if board not in announced and p_best >= THRESHOLD and battles >= min_battles:
+                announced[board] = (done, top == result["truth"][board])
+    return announced
 
 
 def _stays_time(stays: list[bool], every: int, horizon: int) -> int:
@@ -309,56 +378,151 @@ def _passes(value: float, rule: tuple[str, float]) -> bool:
     return value <= limit if comparison == "<=" else value >= limit
 
 
-def run(*, quick: bool = False, **overrides) -> dict:
-    """The figures above. ``overrides`` replace sizes (``seeds``, ``horizon``, ``checkpoint``,
-    ``budgets``) or set the need weights of the new policy (``weights={"intervals": 0.0}``)."""
+def _seed(task: tuple[int, dict]) -> dict:
+    seed, sizes = task
+    study = Study(seed)
+    return {p: simulate(study, policy=p, sizes=sizes, seed=seed) for p in ("new", "uniform")}
+
+
+def _map(tasks: list, *, processes: int) -> list[dict]:
+    """The seeds, over ``processes`` fresh processes with single-threaded BLAS (8 x 8 matrices)."""
+    if processes == 1:
+        return [_seed(task) for task in tasks]
+    saved = {name: os.environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    os.environ.update(dict.fromkeys(saved, "1"))
+    try:
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            return pool.map(_seed, tasks, chunksize=1)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _announce_figures(per_seed: list[dict], horizon: int, budgets, min_battles: int) -> dict:
+    """Battles to announce, censored at the horizon, and the ratios and shares built on them."""
+    all_boards = ["pooled", *range(len(groups()))]
+    times = {
+        p: [
+            [announced.get(b, (None, None))[0] for b in all_boards]
+            for announced in (announcements(r[p], min_battles=min_battles) for r in per_seed)
+        ]
+        for p in ("new", "uniform")
+    }
+    every = {p: [None if None in seed else max(seed) for seed in times[p]] for p in times}
+    pooled = {p: [seed[0] for seed in times[p]] for p in times}
+
+    def capped_at_horizon(values):
+        return [horizon if t is None else t for t in values]
+
+    def censored(values):
+        return float(np.mean([t is None for t in values]))
+
+    restricted = {p: [sum(capped_at_horizon(seed)) for seed in times[p]] for p in times}
+    return {
+        "all_boards_announce_ratio": float(
+            np.median(np.array(capped_at_horizon(every["new"])) / capped_at_horizon(every["uniform"]))
+        ),
+        "all_boards_censored": {p: censored(every[p]) for p in times},
+        "pooled_announce_ratio": _gm_ratio(
+            capped_at_horizon(pooled["new"]), capped_at_horizon(pooled["uniform"])
+        ),
+        "pooled_censored": {p: censored(pooled[p]) for p in times},
+        "restricted_mean_announce_ratio": float(sum(restricted["new"]) / sum(restricted["uniform"])),
+        "boards_announced_share": {
+            str(budget): {
+                p: float(np.mean([t is not None and t <= budget for seed in times[p] for t in seed]))
+                for p in times
+            }
+            for budget in sorted({*budgets, horizon})
+        },
+        "wrong_announcement_rate": {
+            p: float(
+                np.mean(
+                    [
+                        not ok
+                        for r in per_seed
+                        for _, ok in announcements(r[p], min_battles=min_battles).values()
+                    ]
+                    or [0.0]
+                )
+            )
+            for p in times
+        },
+        "announcements": {p: sum(t is not None for seed in times[p] for t in seed) for p in times},
+    }
+
+
+def run(*, quick: bool = False, processes: int | None = None, **overrides) -> dict:
+    """The figures above. ``overrides`` replace sizes (``seeds``, ``first_seed``, ``horizon``,
+    ``checkpoint``, ``budgets``), set the need weights of the new policy (``weights={"intervals": 0.0}``), its
+    ``rarity`` exponent, a ``mixture_cap`` on the combined distribution, or the announcement rule's
+    ``min_battles``."""
     sizes = {**(QUICK if quick else FULL), **overrides}
     if sizes["seeds"] < 2:
         raise ValueError("at least 2 seeds: the two halves are compared")
     start = time.perf_counter()
     horizon, every = sizes["horizon"], sizes["checkpoint"]
-    all_boards = ["pooled", *range(len(groups()))]
-    per_seed = []
-    for seed in range(sizes["seeds"]):
-        study = Study(seed)
-        per_seed.append({p: simulate(study, policy=p, sizes=sizes, seed=seed) for p in ("new", "uniform")})
-
-    def times(policy: str, boards: list) -> list[float]:
-        return [_announce_time(r[policy], boards, horizon) for r in per_seed]
-
-    def wrong(policy: str) -> float:
-        verdicts = [ok for r in per_seed for _, ok in r[policy]["announced"].values()]
-        return float(np.mean([not ok for ok in verdicts])) if verdicts else 0.0
-
+    if processes is None:
+        processes = 1 if quick else max(2, os.cpu_count() or 2)
+    first = sizes.get("first_seed", 0)  # another first seed: an independent run, to compare two runs
+    per_seed = _map([(seed, sizes) for seed in range(first, first + sizes["seeds"])], processes=processes)
+    min_battles = sizes.get("min_battles", MIN_BATTLES)
+    announce = _announce_figures(per_seed, horizon, sizes["budgets"], min_battles)
+    # The trade-off of a minimum of battles before a board may announce: fewer wrong, later.
+    by_rule = {
+        str(battles): {
+            name: _announce_figures(per_seed, horizon, sizes["budgets"], battles)[name]
+            for name in ("wrong_announcement_rate", "announcements", "restricted_mean_announce_ratio")
+        }
+        for battles in ANNOUNCE_RULES_COMPARED
+    }
     half = sizes["seeds"] // 2
-    all_new, all_uniform = times("new", all_boards), times("uniform", all_boards)
-    deltas = {}
+    halves = [
+        _announce_figures(part, horizon, sizes["budgets"], min_battles)
+        for part in (per_seed[:half], per_seed[half:])
+    ]
+    deltas, errors = {}, {}
     for budget in sizes["budgets"]:
         for key in per_seed[0]["new"]["taus"].get(budget, {}):
-            deltas[(budget, key)] = float(
-                np.mean([r["new"]["taus"][budget][key] - r["uniform"]["taus"][budget][key] for r in per_seed])
-            )
+            paired = [r["new"]["taus"][budget][key] - r["uniform"]["taus"][budget][key] for r in per_seed]
+            deltas[(budget, key)] = float(np.mean(paired))
+            errors[(budget, key)] = float(np.std(paired, ddof=1) / math.sqrt(len(paired)))
+    worst = min(deltas, key=deltas.get) if deltas else None
     z = np.concatenate([r["new"]["z"] for r in per_seed])
     figures = {
-        "all_boards_announce_ratio": _gm_ratio(all_new, all_uniform),
-        "pooled_announce_ratio": _gm_ratio(times("new", ["pooled"]), times("uniform", ["pooled"])),
-        "boards_announced_share": {
-            p: float(np.mean([len(r[p]["announced"]) / len(all_boards) for r in per_seed]))
-            for p in ("new", "uniform")
-        },
-        "wrong_announcement_rate": {p: wrong(p) for p in ("new", "uniform")},
-        "tau_delta_min": min(deltas.values()) if deltas else 0.0,
+        **announce,
+        "by_min_battles": by_rule,
+        "tau_delta_min": deltas[worst] if deltas else 0.0,
+        "tau_delta_min_se": errors[worst] if deltas else 0.0,
+        "tau_delta_min_where": {"budget": worst[0], "board": worst[1][0], "dimension": worst[1][1]}
+        if deltas
+        else None,
         "tau_delta_mean": float(np.mean(list(deltas.values()))) if deltas else 0.0,
+        # Paired differences more than two standard errors below zero (of len(deltas) compared).
+        "tau_deltas_significantly_negative": sum(deltas[k] < -2 * errors[k] for k in deltas),
+        "tau_deltas_compared": len(deltas),
+        "tau_delta_min_pooled": min((v for (_, (b, _)), v in deltas.items() if b is None), default=0.0),
         "z_sd": float(np.std(z)),
         "max_pair_share": max(r["new"]["max_pair_share"] for r in per_seed),
+        "max_pair_share_uniform": max(r["uniform"]["max_pair_share"] for r in per_seed),
         "top1_stays_ratio": _gm_ratio(
             [_stays_time(r["new"]["stays"], every, horizon) for r in per_seed],
             [_stays_time(r["uniform"]["stays"], every, horizon) for r in per_seed],
         ),
-        "two_runs_agreement": [
-            _gm_ratio(all_new[:half], all_uniform[:half]),
-            _gm_ratio(all_new[half:], all_uniform[half:]),
-        ],
+        "two_halves": {
+            name: [h[name] for h in halves]
+            for name in (
+                "all_boards_announce_ratio",
+                "pooled_announce_ratio",
+                "restricted_mean_announce_ratio",
+            )
+        },
+    }
+    figures["two_halves_agree_within_10pct"] = {
+        name: abs(a - b) <= 0.1 * max(a, b) for name, (a, b) in figures["two_halves"].items()
     }
     checks = {
         name: _passes(figures[name], TARGETS[name])

@@ -105,9 +105,15 @@ class Board:
 
     @property
     def leader(self) -> BoardEntry | None:
-        """The announced leader: the model whose P(best) reached the tournament's leader_threshold
-        (None: no clear leader yet, or the board is suppressed or not fitted)."""
-        index = leader_index([e.p_best for e in self.entries], threshold=self.tournament.leader_threshold)
+        """The announced leader: the model whose P(best) reached the tournament's leader_threshold on a
+        board with at least POPULUS_MIN_ANNOUNCE_BATTLES counted battles (None: no clear leader yet, or
+        the board is suppressed or not fitted)."""
+        index = leader_index(
+            [e.p_best for e in self.entries],
+            threshold=self.tournament.leader_threshold,
+            battles=self.battles,
+            min_battles=settings.POPULUS_MIN_ANNOUNCE_BATTLES,
+        )
         return None if index is None else self.entries[index]
 
     @property
@@ -130,6 +136,7 @@ class Board:
             runner_up=(second.score, second.score_low, second.score_high),
             battles=self.battles,
             threshold=self.tournament.leader_threshold,
+            min_battles=settings.POPULUS_MIN_ANNOUNCE_BATTLES,
         )
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Goal", "Weights", "board_need", "mixture", "mixture_weights", "pair_probability"]
+__all__ = ["Goal", "Weights", "board_need", "board_rarity", "mixture", "mixture_weights", "pair_probability"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,13 @@ class Goal:
     # Width of a skill's 95% interval, in nats: 1.0 is about +-87 Elo points either side.
     interval_width: float = 1.0
     min_raters: int = 10
+    # How the leader's shortfall falls as P(best) rises: "linear" (the module docstring) or "step" (1
+    # until the leader is announced, whatever P(best) is).
+    leader_shortfall: str = "linear"
 
     def __post_init__(self) -> None:
+        if self.leader_shortfall not in ("linear", "step"):
+            raise ValueError(f"leader_shortfall must be 'linear' or 'step', not {self.leader_shortfall!r}")
         if not 0.5 < self.threshold < 1.0:
             raise ValueError(f"threshold must be above 0.5 and below 1, not {self.threshold!r}")
         if not self.interval_width > 0:
@@ -85,10 +90,23 @@ def board_need(
         raise ValueError("a board ranks at least two models")
     even = 1.0 / models
     leader = min(max((goal.threshold - p_best) / (goal.threshold - even), 0.0), 1.0)
+    if goal.leader_shortfall == "step":
+        leader = float(p_best < goal.threshold)
     intervals = max(1.0 - goal.interval_width / widest_interval, 0.0) if widest_interval > 0 else 0.0
     short = max(1.0 - raters / goal.min_raters, 0.0) if goal.min_raters else 0.0
     information = 2.0 / (2.0 + max(tie_parameter, 0.0))
     return (weights.leader * leader + weights.intervals * intervals + weights.raters * short) * information
+
+
+def board_rarity(pooled_raters: int, board_raters: int, exponent: float = 1.0) -> float:
+    """How much a board's need counts when one of its raters arrives: ``(pooled_raters /
+    board_raters) ** exponent``. Only a group's own raters can feed its board, so a small group's board
+    gets a battle only when one of its few raters is here; every rater feeds the pooled board (1)."""
+    if exponent < 0:
+        raise ValueError(f"the rarity exponent must not be negative, not {exponent!r}")
+    if board_raters <= 0:
+        return 1.0
+    return (max(pooled_raters, board_raters) / board_raters) ** exponent
 
 
 def mixture_weights(needs: Sequence[float]) -> list[float]:

@@ -195,6 +195,9 @@ REPLY_STALE_AFTER_SECONDS = env_int("REPLY_STALE_AFTER_SECONDS", 900)
 POPULUS_MIN_GROUP_RATERS = env_int("POPULUS_MIN_GROUP_RATERS", 10)
 # A model with fewer counted battles than this on a board is marked provisional there.
 POPULUS_PROVISIONAL_BATTLES = env_int("POPULUS_PROVISIONAL_BATTLES", 30)
+# A board announces its leader only once it has counted this many battles (stats.announce): P(best)
+# read again and again as the votes come in crosses the threshold by chance too often early on.
+POPULUS_MIN_ANNOUNCE_BATTLES = env_int("POPULUS_MIN_ANNOUNCE_BATTLES", 300)
 
 # REST API (config/api.py): JSON only, one error shape, strict pagination, anonymous reads throttled per
 # address. No browsable API: its pages need scripts our CSP would have to loosen; /api/v1/docs/ is the

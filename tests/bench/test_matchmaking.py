@@ -21,7 +21,14 @@ def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
     for key in ("all_boards_announce_ratio", "pooled_announce_ratio", "wrong_announcement_rate"):
         assert figures[key] == boards[key]
     assert set(boards["wrong_announcement_rate"]) == {"new", "uniform"}
-    for key in ("tau_delta_min", "z_sd", "max_pair_share", "top1_stays_ratio", "two_runs_agreement"):
+    for key in (
+        "tau_delta_min",
+        "z_sd",
+        "max_pair_share",
+        "top1_stays_ratio",
+        "two_halves",
+        "all_boards_censored",
+    ):
         assert key in boards
     assert 0 < boards["max_pair_share"] <= 1 and 0.3 < boards["z_sd"] < 3
     (setting,) = figures["settings"].values()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bench.matchmaking_boards import MODELS, Study, groups, simulate
+from bench.matchmaking_boards import MODELS, Study, _announce_figures, announcements, groups, run, simulate
 
 
 def test_the_study_has_22_census_groups_over_two_countries_and_three_axes():
@@ -58,3 +58,54 @@ def test_the_need_weights_of_the_new_policy_can_be_set():
         study, policy="new", sizes={**sizes, "weights": {"leader": 0, "intervals": 0, "raters": 0}}, seed=2
     )
     assert default["taus"] != flat["taus"] or default["max_pair_share"] != flat["max_pair_share"]
+
+
+def _result(trajectory, truth):
+    return {"trajectory": trajectory, "truth": truth}
+
+
+def test_a_board_announces_at_its_first_confident_checkpoint_once_it_has_enough_battles():
+    result = _result(
+        [
+            (100, {"pooled": (0.97, 2, 100), 0: (0.5, 1, 10)}),
+            (200, {"pooled": (0.99, 0, 200), 0: (0.96, 1, 30)}),
+            (300, {"pooled": (0.99, 0, 300), 0: (0.97, 1, 60)}),
+        ],
+        {"pooled": 0, 0: 1},
+    )
+    assert announcements(result) == {"pooled": (100, False), 0: (200, True)}
+    assert announcements(result, min_battles=50) == {"pooled": (100, False), 0: (300, True)}
+
+
+def test_boards_that_never_announce_are_reported_as_censored_not_hidden():
+    boards = ["pooled", *range(22)]
+
+    def seed(announce_at):
+        readings = {b: (0.99 if b in announce_at else 0.4, 0, 500) for b in boards}
+        return _result([(500, readings)], dict.fromkeys(boards, 0))
+
+    everyone = seed(boards)
+    pooled_only = seed(["pooled"])
+    per_seed = [{"new": everyone, "uniform": pooled_only}, {"new": pooled_only, "uniform": pooled_only}]
+    figures = _announce_figures(per_seed, horizon=1000, budgets=(500,), min_battles=0)
+    assert figures["all_boards_censored"] == {"new": 0.5, "uniform": 1.0}
+    assert figures["all_boards_announce_ratio"] == pytest.approx(0.75)  # median of 500/1000 and 1000/1000
+    assert figures["boards_announced_share"]["500"] == {"new": pytest.approx(24 / 46), "uniform": 1 / 23}
+    assert figures["pooled_censored"] == {"new": 0.0, "uniform": 0.0}
+    assert figures["restricted_mean_announce_ratio"] == pytest.approx((23 * 500 + 500 + 22000) / (2 * 22500))
+
+
+def test_the_quick_mode_reports_every_figure_of_the_issue_in_well_under_a_minute():
+    figures = run(quick=True)
+    for name in (
+        "all_boards_announce_ratio",
+        "pooled_announce_ratio",
+        "wrong_announcement_rate",
+        "tau_delta_min",
+        "z_sd",
+        "max_pair_share",
+        "top1_stays_ratio",
+    ):
+        assert name in figures
+    assert set(figures["all_boards_censored"]) == {"new", "uniform"}
+    assert figures["seconds"] < 60

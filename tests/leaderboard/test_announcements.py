@@ -18,7 +18,8 @@ YOUNG = "us-age-18-34"
 
 
 @pytest.fixture
-def fitted(tournament, study, groups):
+def fitted(tournament, study, groups, settings):
+    settings.POPULUS_MIN_ANNOUNCE_BATTLES = 0  # 24 battles: the threshold alone decides here
     votes_cast(tournament, raters_in(study, YOUNG, count=12), per_rater=2, favourite_wins=0.7, seed=3)
     fits_publish(tournament_id=tournament.pk)
     return tournament
@@ -100,3 +101,15 @@ def test_it_shows_staff_each_board_with_its_leader_and_the_battles_still_needed(
     set_threshold(fitted, p_best)
     html = client.get(f"/staff/studies/{study.slug}/boards/").content.decode()
     assert fitted.llm_models.get(slug=slug).name in html and 'data-testid="battles-needed">0<' in html
+
+
+def test_a_board_with_fewer_battles_than_the_minimum_announces_nothing_yet(client, fitted, settings):
+    _, p_best = top_p_best(fitted)
+    set_threshold(fitted, p_best)
+    board = board_get(dimension=fitted.dimensions.get(slug="overall"))
+    assert board.leader is not None
+    settings.POPULUS_MIN_ANNOUNCE_BATTLES = board.battles + 50
+    none = ("no clear leader yet", None)
+    assert announced_everywhere(client, fitted) == [False, none, none, {("no clear leader yet", "")}]
+    board = board_get(dimension=fitted.dimensions.get(slug="overall"))
+    assert board.leader is None and board.battles_to_announce == 50

@@ -48,3 +48,16 @@ def test_it_never_says_zero_before_the_announcement():
 def test_it_cannot_tell_when_the_top_two_look_equal_or_nothing_was_rated():
     assert battles_to_announce(p_best=0.4, leader=EVEN, runner_up=EVEN, battles=100) is None
     assert battles_to_announce(p_best=0.7, leader=(0.6, 0.4, 0.8), runner_up=EVEN, battles=0) is None
+
+
+def test_a_board_with_too_few_battles_announces_nothing_yet_and_says_how_many_are_missing():
+    assert leader_index([0.02, 0.98], threshold=0.95, battles=120, min_battles=300) is None
+    assert leader_index([0.02, 0.98], threshold=0.95, battles=300, min_battles=300) == 1
+    assert leader_index([0.02, 0.98], threshold=0.95, min_battles=300) is None  # battles unknown
+    with pytest.raises(ValueError, match="min_battles"):
+        leader_index([0.02, 0.98], min_battles=-1)
+    sure = {"leader": (0.6, 0.5, 0.7), "runner_up": EVEN}
+    assert battles_to_announce(p_best=0.98, battles=120, min_battles=300, **sure) == 180
+    assert battles_to_announce(p_best=0.98, battles=400, min_battles=300, **sure) == 0
+    p_best = float(norm.cdf(0.5 * norm.ppf(0.95)))
+    assert battles_to_announce(p_best=p_best, battles=20, min_battles=300, **sure) == 280

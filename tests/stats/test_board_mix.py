@@ -3,7 +3,15 @@
 import numpy as np
 import pytest
 
-from stats.board_mix import Goal, Weights, board_need, mixture, mixture_weights, pair_probability
+from stats.board_mix import (
+    Goal,
+    Weights,
+    board_need,
+    board_rarity,
+    mixture,
+    mixture_weights,
+    pair_probability,
+)
 from stats.matchmaker import Matchmaker
 
 MODELS = list(range(8))
@@ -83,3 +91,24 @@ def test_it_records_the_probability_with_which_a_pair_is_actually_drawn():
     share = draws.count((0, 1)) / len(draws)
     assert pair_probability(parts, needs, (0, 1)) == pytest.approx(0.25 * 0.9 + 0.75 * 0.2)
     assert share == pytest.approx(pair_probability(parts, needs, (0, 1)), abs=0.01)
+
+
+def test_a_small_groups_board_counts_more_when_one_of_its_few_raters_arrives():
+    assert board_rarity(1000, 1000) == 1.0  # the pooled board: every rater feeds it
+    assert board_rarity(1000, 16) == pytest.approx(62.5)
+    assert board_rarity(1000, 250, exponent=0.5) == pytest.approx(2.0)
+    assert board_rarity(1000, 16, exponent=0.0) == 1.0
+    assert board_rarity(0, 0) == 1.0  # no rater yet: nothing to tell the boards apart
+    with pytest.raises(ValueError, match="rarity exponent"):
+        board_rarity(10, 5, exponent=-1.0)
+
+
+def test_a_step_shortfall_asks_as_much_of_a_nearly_announced_board_as_of_an_open_one():
+    step = Goal(leader_shortfall="step")
+    assert need(p_best=0.9, raters=40, widest_interval=0.5, goal=step) == need(
+        p_best=0.2, raters=40, widest_interval=0.5, goal=step
+    )
+    assert need(p_best=0.9, raters=40, widest_interval=0.5) < need(p_best=0.2, raters=40, widest_interval=0.5)
+    assert need(p_best=0.96, raters=40, widest_interval=0.5, goal=step) == 0.0
+    with pytest.raises(ValueError, match="leader_shortfall"):
+        Goal(leader_shortfall="square")

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 BENCHMARKS = {
     "ratings": "bench.ratings",
     "matchmaking": "bench.matchmaking",
+    "matchmaking-boards": "bench.matchmaking_boards",
     "web": "bench.web",
     "qc": "bench.qc",
     "rigging": "bench.rigging",
@@ -21,7 +22,8 @@ class Command(BaseCommand):
     help = (
         "Print benchmark figures. ratings: replay with the closed-form TrueSkill kernel against the "
         "trueskill package, the batch fit at Arena scale, interval coverage. matchmaking: the matchmaker "
-        "against uniform random pairing in simulation. web: the leaderboard page and board API under "
+        "against uniform random pairing in simulation (matchmaking-boards: only its every-board part). web: "
+        "the leaderboard page and board API under "
         "concurrent load against a trivial view on the same server. rigging: votes a rigging attack "
         "needs on a plain Bradley-Terry board and on Populus's defended board, and the raters the "
         "defences hold out. personal: a visitor's own board against the pooled and profile boards on "

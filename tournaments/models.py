@@ -413,7 +413,9 @@ class Vote(models.Model):
 
 
 class VoteChoice(models.Model):
-    vote = models.ForeignKey(Vote, on_delete=models.CASCADE, related_name="choices")
+    # No index of its own: the unique (vote, dimension) constraint's index starts with the vote, and every
+    # imported or cast choice would otherwise write a second entry that no query needs.
+    vote = models.ForeignKey(Vote, on_delete=models.CASCADE, related_name="choices", db_index=False)
     dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="+")
     outcome = models.CharField(max_length=3, choices=Outcome.choices)
 

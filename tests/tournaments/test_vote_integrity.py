@@ -86,3 +86,14 @@ def test_it_keeps_model_names_out_of_error_pages_before_the_vote(rater, rater_cl
         for model in CAST:
             for value in model.values():
                 assert value not in text
+
+
+@pytest.mark.django_db
+def test_a_choice_is_indexed_by_its_vote_once_through_the_one_per_dimension_constraint():
+    # Imports write millions of choices: each index entry costs. The constraint's (vote, dimension) index
+    # serves every lookup by vote, so there is no index on the vote alone.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'tournaments_votechoice'")
+        definitions = [row[0] for row in cursor.fetchall()]
+    assert any("(vote_id, dimension_id)" in d and "UNIQUE" in d for d in definitions)
+    assert not any(d.endswith("(vote_id)") for d in definitions)

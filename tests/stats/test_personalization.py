@@ -212,3 +212,13 @@ def test_it_reads_a_visitors_answer_net_of_its_replies_style(styled):
     assert unstyled.skills()[0] - start == pytest.approx(moved[0.0])
     with pytest.raises(ValueError, match="style covariates"):
         controlled.person(("left",)).observe("m0", "m1", "a", features=[1.0, 0.0])
+
+
+def test_it_learns_the_same_tastes_whether_raters_are_solved_together_or_a_few_at_a_time(monkeypatch):
+    # Raters' posteriors are solved in batches bounded in memory; where the batches fall must not matter.
+    votes = simulated_votes(individual_sd=0.5, n_raters=60, votes_each=8, seed=4)
+    together = Population.fit(votes, seed=2)
+    monkeypatch.setattr("stats.personalization._BATCH_ENTRIES", 7 * len(MODELS) ** 2)  # 7 raters a batch
+    in_batches = Population.fit(votes, seed=2)
+    assert in_batches.taste_scale == together.taste_scale
+    np.testing.assert_allclose(in_batches.taste, together.taste, atol=1e-7)

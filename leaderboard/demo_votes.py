@@ -1,7 +1,9 @@
 """Simulated votes for the demo and the web benchmark, so boards, charts and the personal board have
-something to show without anyone rating. They are written straight to the database (no conversation),
-then fitted; nothing here runs in a real study. The two writers, `admitted_raters_write` and
-`voted_battles_write`, also give the tests their board data.
+something to show without anyone rating. They are written straight to the database, each battle with a
+one-turn conversation (an everyday question and the offline demo models' replies to it, as they would
+have answered it live), then fitted; nothing here runs in a real study. The conversations are what the
+personal board's judging quiz shows and what style control reads. The two writers,
+`admitted_raters_write` and `voted_battles_write`, also give the tests their board data.
 """
 
 import random
@@ -10,7 +12,24 @@ from django.utils import timezone
 
 from leaderboard.services import fits_publish, ratings_replay
 from raters.models import Country, Rater, Study
-from tournaments.models import Battle, Tournament, Vote, VoteChoice
+from tournaments import demo_models
+from tournaments.models import Battle, LLMModel, Reply, Tournament, Turn, Vote, VoteChoice
+
+# The simulated raters' questions (the demo models' replies are made from them).
+DEMO_QUESTIONS = (
+    "How do I plan a small vegetable garden on a balcony?",
+    "What should I check before buying a used bicycle?",
+    "How does compound interest work on a savings account?",
+    "How can I prepare for a job interview at a hospital?",
+    "What is a good way to learn Spanish vocabulary faster?",
+    "How do I write a polite complaint to my landlord about the heating?",
+    "How should I organise a weekly budget for a family of four?",
+    "What are sensible first steps to train for a ten kilometre run?",
+    "How do I choose a laptop for university coursework?",
+    "How can I make my small flat warmer in winter without high bills?",
+    "What should I pack for a three day hiking trip?",
+    "How do I start keeping chickens in a suburban garden?",
+)
 
 
 def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict:
@@ -47,9 +66,36 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
     votes = voted_battles_write(
         tournament, plans, pair_probability=1 / (len(models) * (len(models) - 1)), seconds_to_vote=30
     )
+    conversations_write([vote.battle for vote in votes], rng)
     ratings_replay(tournament_id=tournament.pk)  # the live ratings, as the ratings worker would have them
     fits_publish(tournament_id=tournament.pk)
     return {"raters": raters, "battles": len(votes), "models": len(models), "dimensions": len(dimensions)}
+
+
+def conversations_write(battles: list[Battle], rng: random.Random) -> None:
+    """One turn per battle: a question drawn from DEMO_QUESTIONS and each side's demo model's reply."""
+    styles = dict(
+        LLMModel.objects.filter(
+            pk__in={b.model_a_id for b in battles} | {b.model_b_id for b in battles}
+        ).values_list("pk", "demo_style")
+    )
+    turns = Turn.objects.bulk_create(
+        (Turn(battle=battle, index=0, message=rng.choice(DEMO_QUESTIONS)) for battle in battles),
+        batch_size=2000,
+    )
+    Reply.objects.bulk_create(
+        (
+            Reply(
+                turn=turn,
+                side=side,
+                state=Reply.State.DONE,
+                content=demo_models.reply(styles[model_id], [("user", turn.message)]),
+            )
+            for turn, battle in zip(turns, battles, strict=True)
+            for side, model_id in (("a", battle.model_a_id), ("b", battle.model_b_id))
+        ),
+        batch_size=2000,
+    )
 
 
 def admitted_raters_write(study: Study, memberships: list[tuple[Country | None, list[int]]]) -> list[Rater]:

@@ -6,6 +6,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from leaderboard.models import FitSnapshot
+from leaderboard.quiz import quiz_data
 from leaderboard.services import ratings_apply_pending
 from raters.models import Group, Quota, Study
 from tests.helpers import TASKS, consent_post, verdict
@@ -41,6 +42,9 @@ def test_it_seeds_a_complete_demo_and_prints_the_staff_login(capsys, settings, t
     assert Vote.objects.filter(battle__tournament=tournament).count() == 1200
     assert FitSnapshot.objects.filter(tournament=tournament).count() == 5
     assert "made-up raters" in output
+    # Each simulated battle has its conversation (the demo models' replies), which the judging quiz shows.
+    assert Reply.objects.filter(turn__battle__tournament=tournament, state=Reply.State.DONE).count() == 2400
+    assert quiz_data(tournament=tournament) is not None
 
 
 def test_it_is_idempotent(settings, tmp_path):
@@ -69,8 +73,9 @@ def test_it_lets_a_rater_finish_a_demo_battle_offline(client, settings, tmp_path
         client.post(f"{battle_url}turn/", {"message": message})
         for reply in Reply.objects.filter(state=Reply.State.PENDING):
             reply_generate(reply_id=reply.pk)
-    assert Reply.objects.filter(content__contains="Offline demo reply").count() == 6
-    Reply.objects.update(finished_at=timezone.now() - timedelta(minutes=1))  # time taken to read
+    replies = Reply.objects.filter(turn__battle=battle, content__contains="Offline demo reply")
+    assert replies.count() == 6
+    replies.update(finished_at=timezone.now() - timedelta(minutes=1))  # time taken to read
     assert client.post(f"{battle_url}vote/", verdict(battle, "tie")).status_code == 302
     assert ratings_apply_pending() == 1
     assert not Strike.objects.exists()

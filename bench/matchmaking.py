@@ -53,7 +53,6 @@ Figures (per setting, over the seeds)
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import time
 from dataclasses import dataclass
@@ -61,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench import matchmaking_boards
+from bench.parallel import seeds_map
 from stats.matchmaker import Matchmaker
 
 ELO_PER_NAT = 400 / math.log(10)
@@ -385,7 +385,7 @@ def run(*, quick: bool, **overrides) -> dict:
         for seed in range(sizes["seeds"])
     ]
     start = time.perf_counter()
-    results = _map(tasks, processes=1 if quick else max(2, os.cpu_count() or 2))
+    results = seeds_map(_run_seed, tasks, processes=1 if quick else max(2, os.cpu_count() or 2))
     settings = {}
     for n_models in sizes["models"]:
         for tie_rate in sizes["tie_rates"]:
@@ -429,22 +429,3 @@ def run(*, quick: bool, **overrides) -> dict:
         "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()},
         "seconds": time.perf_counter() - start,
     }
-
-
-def _map(tasks: list, *, processes: int) -> list[dict]:
-    """Run the seeds, over ``processes`` fresh processes with single-threaded BLAS (small matrices)."""
-    if processes == 1:
-        return [_run_seed(task) for task in tasks]
-    saved = {
-        name: os.environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    }
-    os.environ.update(dict.fromkeys(saved, "1"))
-    try:
-        with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            return pool.map(_run_seed, tasks, chunksize=1)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -72,12 +72,12 @@ the horizon. Battles to announce are censored at the horizon, and:
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import time
 
 import numpy as np
 
+from bench.parallel import seeds_map
 from stats.board_mix import Goal, Weights, board_need, board_rarity, mixture_weights
 from stats.census import PRESETS
 from stats.matchmaker import Matchmaker
@@ -384,23 +384,6 @@ def _seed(task: tuple[int, dict]) -> dict:
     return {p: simulate(study, policy=p, sizes=sizes, seed=seed) for p in ("new", "uniform")}
 
 
-def _map(tasks: list, *, processes: int) -> list[dict]:
-    """The seeds, over ``processes`` fresh processes with single-threaded BLAS (8 x 8 matrices)."""
-    if processes == 1:
-        return [_seed(task) for task in tasks]
-    saved = {name: os.environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    os.environ.update(dict.fromkeys(saved, "1"))
-    try:
-        with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            return pool.map(_seed, tasks, chunksize=1)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _announce_figures(per_seed: list[dict], horizon: int, budgets, min_battles: int) -> dict:
     """Battles to announce, censored at the horizon, and the ratios and shares built on them."""
     all_boards = ["pooled", *range(len(groups()))]
@@ -468,7 +451,8 @@ def run(*, quick: bool = False, processes: int | None = None, **overrides) -> di
     if processes is None:
         processes = 1 if quick else max(2, os.cpu_count() or 2)
     first = sizes.get("first_seed", 0)  # another first seed: an independent run, to compare two runs
-    per_seed = _map([(seed, sizes) for seed in range(first, first + sizes["seeds"])], processes=processes)
+    tasks = [(seed, sizes) for seed in range(first, first + sizes["seeds"])]
+    per_seed = seeds_map(_seed, tasks, processes=processes)
     min_battles = sizes.get("min_battles", MIN_BATTLES)
     announce = _announce_figures(per_seed, horizon, sizes["budgets"], min_battles)
     # The trade-off of a minimum of battles before a board may announce: fewer wrong, later.

@@ -419,6 +419,39 @@ QUICK_MOVE_ATTACKS = ("target_only_90", "omnipresent_90")
 QUICK_MOVE_TARGET_OFFSETS = (-1, 1)
 
 
+def _attack_streams(
+    kind: str, *, target: int, rivals, accuracy: float, honest: Honest, limit: int, practice: int, seed: int
+) -> tuple:
+    """The attack's votes as a plain arena takes them (seeded ``seed``) and its battles as Populus
+    assigns them (``seed + 1``; a campaign with no practice to sit through skips most, so it needs more)."""
+    stream = attack_stream(
+        kind,
+        target=target,
+        rivals=rivals,
+        accuracy=accuracy,
+        n_models=len(honest.theta),
+        length=limit,
+        seed=seed,
+    )
+    assigned = assigned_stream(
+        kind,
+        target=target,
+        rivals=rivals,
+        accuracy=accuracy,
+        theta=honest.theta,
+        length=limit * (4 if practice else 40),
+        seed=seed + 1,
+    )
+    return stream, assigned
+
+
+def _populus_board_unattacked(honest: Honest, *, practice: int) -> tuple:
+    """`_populus_board` of the honest log alone."""
+    empty = Assigned(VoteLog([], [], [], []), np.zeros(0, dtype=bool))
+    no_campaign = Campaign(*(np.zeros(0, dtype=dtype) for dtype in (np.intp, np.intp, bool)))
+    return _populus_board(honest, empty, no_campaign, 0, networks=1, practice=practice)
+
+
 def _cheapest_on_populus(honest, assigned, sizes, *, practice, cap, reaches_with) -> tuple[int | None, int]:
     """The attacker's cheapest campaign on Populus over its per-rater sizes: votes (None if none within
     ``cap``) and the size. ``reaches_with(campaign)`` gives the campaign's ``reaches(votes)``."""
@@ -445,9 +478,7 @@ def movement(
     """Per attack: the votes that lift mid-table targets by one interval width of each board (see the
     module docstring), on the plain board and on Populus's, their medians and the paired ratios."""
     n_models = len(honest.theta)
-    empty = Assigned(VoteLog([], [], [], []), np.zeros(0, dtype=bool))
-    no_campaign = Campaign(*(np.zeros(0, dtype=dtype) for dtype in (np.intp, np.intp, bool)))
-    populus_start, *_ = _populus_board(honest, empty, no_campaign, 0, networks=1, practice=practice)
+    populus_start, *_ = _populus_board_unattacked(honest, practice=practice)
     amount = {
         "plain": interval_width(plain_board(honest.log, n_models)[1]),
         "populus": interval_width(populus_start[1]),
@@ -462,13 +493,14 @@ def movement(
             target = int(order[position])
             rivals = order[:position][::-1][:3]
             pair_seed = seed + 100 * (index + 1)
-            stream = attack_stream(
+            stream, assigned = _attack_streams(
                 kind,
                 target=target,
                 rivals=rivals,
                 accuracy=accuracy,
-                n_models=n_models,
-                length=limit,
+                honest=honest,
+                limit=limit,
+                practice=practice,
                 seed=pair_seed,
             )
             plain_votes = votes_to_move(
@@ -477,15 +509,6 @@ def movement(
                 above=int(order[position - 1]),
                 amount=amount["plain"],
                 limit=limit,
-            )
-            assigned = assigned_stream(
-                kind,
-                target=target,
-                rivals=rivals,
-                accuracy=accuracy,
-                theta=honest.theta,
-                length=limit * (4 if practice else 40),
-                seed=pair_seed + 1,
             )
             populus_above = int(populus_order[int(np.flatnonzero(populus_order == target)[0]) - 1])
 
@@ -561,11 +584,7 @@ def run(
     def rank(board: tuple[np.ndarray, np.ndarray]) -> int:
         return rank_of(board[0], target, board[1] if shared else None)
 
-    no_campaign = Campaign(*(np.zeros(0, dtype=dtype) for dtype in (np.intp, np.intp, bool)))
-    empty = Assigned(VoteLog([], [], [], []), np.zeros(0, dtype=bool))
-    clean_populus, _, _, honest_held_clean = _populus_board(
-        honest, empty, no_campaign, 0, networks=1, practice=practice
-    )
+    clean_populus, _, _, honest_held_clean = _populus_board_unattacked(honest, practice=practice)
     start = {"plain": rank(plain_board(honest.log, n_models)), "populus": rank(clean_populus)}
     point_rank = rank_of(clean_plain, target)
     results: dict = {
@@ -588,24 +607,15 @@ def run(
             above = order[: point_rank - 1]
             rivals = above[::-1][:3] if goal == "one_rank" else above[::-1]
             limit = 2_000 if quick else 200_000
-            stream = attack_stream(
+            stream, assigned = _attack_streams(
                 kind,
                 target=target,
                 rivals=rivals,
                 accuracy=accuracy,
-                n_models=n_models,
-                length=limit,
+                honest=honest,
+                limit=limit,
+                practice=practice,
                 seed=seed + 1,
-            )
-            # Battles as Populus assigns them; a campaign with no practice to sit through skips most.
-            assigned = assigned_stream(
-                kind,
-                target=target,
-                rivals=rivals,
-                accuracy=accuracy,
-                theta=honest.theta,
-                length=limit * (4 if practice else 40),
-                seed=seed + 2,
             )
 
             def plain_reaches(votes: int, stream=stream, wanted=wanted) -> bool:
@@ -613,28 +623,26 @@ def run(
 
             plain_cost = _votes_needed(plain_reaches, limit)
             row = {"plain_votes": plain_cost}
-            best = None
             cap = min(limit, limit_factor * (plain_cost or limit))
-            for per_rater in sizes:
-                campaign = campaign_on_populus(assigned, per_rater=per_rater, practice=practice)
 
-                def populus_reaches(
-                    votes: int, campaign=campaign, assigned=assigned, wanted=wanted, networks=networks
-                ) -> bool:
+            def populus_reaches_with(campaign, assigned=assigned, wanted=wanted, networks=networks):
+                def reaches(votes: int) -> bool:
                     board, *_ = _populus_board(
                         honest, assigned, campaign, votes, networks=networks, practice=practice
                     )
                     return rank(board) <= wanted["populus"]
 
-                cost = _votes_needed(populus_reaches, min(cap, len(campaign.battle)))
-                if cost is not None and (best is None or cost < best[0]):
-                    best = (cost, per_rater, campaign)
-            if best is None:
-                campaign = campaign_on_populus(assigned, per_rater=sizes[0], practice=practice)
+                return reaches
+
+            cost, per_rater = _cheapest_on_populus(
+                honest, assigned, sizes, practice=practice, cap=cap, reaches_with=populus_reaches_with
+            )
+            campaign = campaign_on_populus(assigned, per_rater=per_rater, practice=practice)
+            if cost is None:
                 effective = min(cap, len(campaign.battle))
                 row.update(populus_votes=None, populus_votes_at_least=effective)
             else:
-                effective, per_rater, campaign = best
+                effective = cost
                 row.update(populus_votes=effective, populus_per_rater=per_rater)
             _, held_attackers, n_attackers, honest_held = _populus_board(
                 honest, assigned, campaign, effective, networks=networks, practice=practice
@@ -652,7 +660,7 @@ def run(
             ratio = effective / plain_cost if plain_cost else None
             row.update(
                 cost_ratio=ratio,
-                cost_ratio_is_lower_bound=best is None,
+                cost_ratio_is_lower_bound=cost is None,
                 attackers=int(n_attackers),
                 attackers_held_out=float(held_attackers.sum() / max(n_attackers, 1)),
                 riggers=int(rigged.sum()),

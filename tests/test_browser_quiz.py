@@ -16,22 +16,24 @@ from tournaments.models import Battle
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture
+def quiz_url(live_server, study, groups, tournament, settings) -> str:
+    """The personal page of a fitted tournament whose battles have their conversations: the quiz shows."""
+    settings.POPULUS_MIN_GROUP_RATERS = 5
+    sample_fitted(study, tournament)
+    conversations_written(Battle.objects.filter(tournament=tournament))
+    return f"{live_server.url}/leaderboard/personal/?w-overall=10"
+
+
 def own_board(page):  # noqa: F811
     return page.get_by_test_id("own-board").locator("tbody")
 
 
 def test_ten_answers_change_the_own_board_and_the_address_reproduces_it(
     page,  # noqa: F811
-    live_server,
-    study,
-    groups,
-    tournament,
-    settings,
+    quiz_url,
 ):
-    settings.POPULUS_MIN_GROUP_RATERS = 5
-    sample_fitted(study, tournament)
-    conversations_written(Battle.objects.filter(tournament=tournament))
-    page.goto(f"{live_server.url}/leaderboard/personal/?w-overall=10")
+    page.goto(quiz_url)
     expect(page.get_by_text("Sharpen it with your own judgments")).to_be_visible()
     before = own_board(page).inner_text()
     prompts = []
@@ -61,16 +63,9 @@ def test_ten_answers_change_the_own_board_and_the_address_reproduces_it(
 
 def test_a_dimension_judged_alongside_moves_its_own_board_and_the_tick_adds_the_answers_once(
     page,  # noqa: F811
-    live_server,
-    study,
-    groups,
-    tournament,
-    settings,
+    quiz_url,
 ):
-    settings.POPULUS_MIN_GROUP_RATERS = 5
-    sample_fitted(study, tournament)
-    conversations_written(Battle.objects.filter(tournament=tournament))
-    page.goto(f"{live_server.url}/leaderboard/personal/?w-overall=10")
+    page.goto(quiz_url)
     page.get_by_test_id("quiz-dimension").select_option("communication")
     expect(page).to_have_url(re.compile(r"qdim=communication"))
     dimension_board = page.get_by_test_id("own-dimension-board").locator("tbody")

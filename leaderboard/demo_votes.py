@@ -66,19 +66,15 @@ def demo_votes_seed(*, raters: int, votes_per_rater: int, seed: int = 0) -> dict
     votes = voted_battles_write(
         tournament, plans, pair_probability=1 / (len(models) * (len(models) - 1)), seconds_to_vote=30
     )
-    conversations_write([vote.battle for vote in votes], rng)
+    conversations_write([vote.battle for vote in votes], models, rng)
     ratings_replay(tournament_id=tournament.pk)  # the live ratings, as the ratings worker would have them
     fits_publish(tournament_id=tournament.pk)
     return {"raters": raters, "battles": len(votes), "models": len(models), "dimensions": len(dimensions)}
 
 
-def conversations_write(battles: list[Battle], rng: random.Random) -> None:
+def conversations_write(battles: list[Battle], models: list[LLMModel], rng: random.Random) -> None:
     """One turn per battle: a question drawn from DEMO_QUESTIONS and each side's demo model's reply."""
-    styles = dict(
-        LLMModel.objects.filter(
-            pk__in={b.model_a_id for b in battles} | {b.model_b_id for b in battles}
-        ).values_list("pk", "demo_style")
-    )
+    styles = {model.pk: model.demo_style for model in models}
     turns = Turn.objects.bulk_create(
         (Turn(battle=battle, index=0, message=rng.choice(DEMO_QUESTIONS)) for battle in battles),
         batch_size=2000,

@@ -26,6 +26,11 @@ class NotFound(ApplicationError):
     title = "Not found"
 
 
+class Forbidden(ApplicationError):
+    status = 403
+    title = "Not allowed"
+
+
 class Conflict(ApplicationError):
     status = 409
     title = "Already done"

@@ -1,6 +1,7 @@
 from dataclasses import replace
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -8,7 +9,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST, require_safe
 
 from config.client_ip import network_fingerprint
-from config.errors import ApplicationError, InvalidInput, RateLimited
+from config.errors import ApplicationError, Forbidden, InvalidInput, RateLimited
 from leaderboard.boards import publishable_group_ids
 from leaderboard.personal import (
     MAX_WEIGHT,
@@ -127,9 +128,9 @@ def personal_contribute(request):
     """Add the visitor's quiz answers to the open data, only when they ticked the box.
 
     No CSRF token: the personal page sets no cookie, and this write carries no identity (no session,
-    no rater), so a forged cross-site request can do nothing that a direct one cannot; it is rate
-    limited per network and idempotent instead. Bad input (no tick, no answers, an altered link) is
-    answered with a clear error and stores nothing."""
+    no rater). It is rate limited per network and idempotent instead, and a browser's post from another
+    site is refused by its Origin (`_from_this_site`). Bad input (no tick, no answers, an altered link,
+    another site) is answered with a clear error and stores nothing."""
     try:
         context = _contribution_added(request)
     except ApplicationError as error:
@@ -143,7 +144,21 @@ def personal_contribute(request):
     return render(request, "leaderboard/personal_contributed.html", context)
 
 
+def _from_this_site(request) -> bool:
+    """Whether the form was not posted by a browser from another site. Browsers send the page's Origin
+    with every form POST; without a CSRF cookie (which the personal page must not set) that is what stops
+    another site from having its visitors' browsers, each on its own network, add answers past the
+    per-network rate limit. A request without an Origin is no browser's cross-site post: it is sent
+    directly, from its own network."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    return origin == f"{request.scheme}://{request.get_host()}" or origin in settings.CSRF_TRUSTED_ORIGINS
+
+
 def _contribution_added(request) -> dict:
+    if not _from_this_site(request):
+        raise Forbidden("Answers can only be added from this site's own page. Nothing was stored.")
     params = personal_params(query=request.POST)
     tournament, problem = personal_tournament(slug=params.pop("tournament_slug"))
     if tournament is None or problem:

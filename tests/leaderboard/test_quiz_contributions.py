@@ -20,9 +20,9 @@ def answers_encoded(tournament, count: int, *, dimension_verdict: str = "") -> s
     return ".".join(code + "a" + dimension_verdict for code in codes)
 
 
-def sent(client, tournament, encoded: str, **extra):
+def sent(client, tournament, encoded: str, *, origin: str | None = None, **extra):
     fields = {"tournament": tournament.slug, "country": "US", "age": OLDEST, "quiz": encoded, **extra}
-    return client.post(URL, fields)
+    return client.post(URL, fields, **({"HTTP_ORIGIN": origin} if origin else {}))
 
 
 def pooled_overall_scores() -> dict[int, float]:
@@ -79,6 +79,18 @@ def test_bad_input_gets_a_clear_error_and_stores_nothing(client, quizzed):  # no
     assert unknown.status_code == 400 and b"no dimension called" in unknown.content
     assert client.get(URL).status_code == 405
     assert not QuizContribution.objects.exists()
+
+
+def test_a_browsers_post_from_another_site_is_refused_and_stores_nothing(client, quizzed):  # noqa: F811
+    # No CSRF cookie may be set, so the Origin is what stops another site from sending its visitors'
+    # browsers (each on a network of its own, past the per-network limit) to add answers.
+    for foreign in ("https://evil.example", "null"):
+        refused = sent(client, quizzed, answers_encoded(quizzed, 2), open_data="yes", origin=foreign)
+        assert refused.status_code == 403 and b"Nothing was stored" in refused.content
+        assert not refused.cookies
+    assert not QuizContribution.objects.exists() and not QuizAnswer.objects.exists()
+    own = sent(client, quizzed, answers_encoded(quizzed, 2), open_data="yes", origin="http://testserver")
+    assert own.status_code == 200 and QuizContribution.objects.count() == 1
 
 
 def test_it_is_rate_limited_per_network(client, quizzed, settings):  # noqa: F811

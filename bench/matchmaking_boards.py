@@ -28,8 +28,9 @@ The simulated study
   it: each of the rater's four boards offers its slot (the mixture of its dimensions' distributions
   weighted by their needs, with the board's battles in flight counted), restricted to the pairs the
   rater has not had and renormalised; the boards are weighted by need times rarity
-  (``stats.board_mix.board_rarity``, exponent ``rarity``); optionally the combined distribution is
-  capped (``mixture_cap``). The uniform policy draws any pair the rater has not had. Both run on the
+  (``stats.board_mix.board_rarity``, exponent ``rarity``); and the combined distribution is capped
+  as the site caps it (``stats.board_mix.pair_cap`` of ``mixture_cap``: the site's default 5%; 0 for
+  no cap). The uniform policy draws any pair the rater has not had. Both run on the
   same raters and, by common random numbers, the same outcome for a rater's k-th battle.
 
 Figures (paired seed by seed)
@@ -78,10 +79,9 @@ import time
 import numpy as np
 
 from bench.parallel import seeds_map
-from stats.board_mix import Goal, Weights, board_need, board_rarity, mixture_weights
+from stats.board_mix import Goal, Weights, board_need, board_rarity, mixture_weights, pair_cap
 from stats.census import PRESETS
-from stats.matchmaker import Matchmaker
-from stats.matchmaker import _capped as capped
+from stats.matchmaker import Matchmaker, capped
 
 ELO_PER_NAT = 400 / math.log(10)
 MODELS = 8
@@ -101,7 +101,7 @@ OUTCOME_COLUMN = {"a": 0, "b": 1, "tie": 2}
 REFRESH = 50
 # Policy settings of the new arm (each can be overridden in ``run``).
 RARITY = 0.0
-MIXTURE_CAP = 0.0
+MIXTURE_CAP = 0.05  # the site's default matchmaking_pair_cap (0: no cap on the mixture)
 # The site's POPULUS_MIN_ANNOUNCE_BATTLES: a board announces only once it has this many battles.
 MIN_BATTLES = 300
 ANNOUNCE_RULES_COMPARED = (0, 300, 600)
@@ -251,7 +251,8 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
         combined = np.array(mixture_weights(needs)) @ np.array(slots)
         if mixture_cap:
             kept = np.flatnonzero(allowed)
-            combined[kept] = capped(combined[kept], max(mixture_cap, 1.0 / len(kept)), 0.0)
+            cap = pair_cap(mixture_cap, pairs=len(PAIRS), allowed=len(kept))
+            combined[kept] = capped(combined[kept], cap, 0.0)
         return int(pick_rng.choice(len(PAIRS), p=combined / combined.sum()))
 
     def start() -> None:

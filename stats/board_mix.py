@@ -23,9 +23,16 @@ the budget. When every board has met its goal the needs are all zero and the boa
 
 Guarantees carry over from the parts. Every part is a distribution over the same allowed pairs with
 each pair at least ``floor / pairs`` and at most the cap, so their mixture (a convex combination) is
-too; each part counts the pairs in flight, so the mixture does. Sampling the mixture is choosing a part
-with probability ``weight`` and then a pair from that part, which is what the site does with its ready
-proposals; the probability to record is the mixture's probability of the pair, :func:`pair_probability`.
+too; each part counts the pairs in flight, so the mixture does.
+
+One more cap applies to the mixture itself (:func:`capped_mixture`). Each part caps a pair at 4% or four
+times an even share, whichever is larger, but the parts agree: the pooled board and most group boards
+have the same leaders, so their top-two parts all ask for the same pair, and with eight models that pair
+took 7% of the battles. The mixture caps each pair at the tournament's ``pair_cap`` (5% by default), or
+``SMALL_TOURNAMENT_MULTIPLE`` times an even share of the tournament's pairs when that is larger (so a
+tournament of a few models can still steer), and never below an even share of the pairs the rater may
+still have; the excess goes to the other pairs in proportion to what the mixture gave them. The
+probability to record is the capped mixture's probability of the pair drawn from it.
 """
 
 from __future__ import annotations
@@ -33,7 +40,24 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Goal", "Weights", "board_need", "board_rarity", "mixture", "mixture_weights", "pair_probability"]
+import numpy as np
+
+from stats.matchmaker import capped
+
+__all__ = [
+    "Goal",
+    "Weights",
+    "board_need",
+    "board_rarity",
+    "capped_mixture",
+    "mixture",
+    "mixture_weights",
+    "pair_cap",
+]
+
+# Below 28 pairs (eight models) a 5% cap would be less than 1.4 times an even share; from there down the
+# cap keeps that multiple, so that a tournament of four models (six pairs) may still give a pair 23%.
+SMALL_TOURNAMENT_MULTIPLE = 1.4
 
 
 @dataclass(frozen=True)
@@ -134,9 +158,22 @@ def mixture(
     return combined
 
 
-def pair_probability(
-    distributions: Sequence[Mapping[Hashable, float]], needs: Sequence[float], pair: Hashable
-) -> float:
-    """The mixture's probability of one pair (what the battle records)."""
-    weights = mixture_weights(needs)
-    return sum(w * d.get(pair, 0.0) for w, d in zip(weights, distributions, strict=True))
+def pair_cap(cap: float, *, pairs: int, allowed: int) -> float:
+    """The most one pair may have of the mixture (module docstring): ``cap``, or more when the tournament
+    has few ``pairs`` or the rater has few ``allowed`` pairs left."""
+    if not 0 < cap <= 1:
+        raise ValueError(f"the pair cap must be above 0 and at most 1, not {cap!r}")
+    if not 0 < allowed <= pairs:
+        raise ValueError(f"allowed pairs must be between 1 and the {pairs} pairs, not {allowed!r}")
+    return min(max(cap, SMALL_TOURNAMENT_MULTIPLE / pairs, 1.0 / allowed), 1.0)
+
+
+def capped_mixture(
+    distributions: Sequence[Mapping[Hashable, float]], needs: Sequence[float], cap: float
+) -> dict[Hashable, float]:
+    """The need-weighted mixture with no pair above ``cap`` (from :func:`pair_cap`)."""
+    combined = mixture(distributions, needs)
+    if cap >= 1:
+        return combined
+    lowered = capped(np.fromiter(combined.values(), float, len(combined)), cap, 0.0)
+    return dict(zip(combined, lowered.tolist(), strict=True))

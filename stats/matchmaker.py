@@ -206,7 +206,7 @@ def _battle_information(d: np.ndarray, log_nu: float) -> np.ndarray:
     return 0.25 * (win + loss) - 0.25 * (win - loss) ** 2
 
 
-def _capped(probabilities: np.ndarray, cap: float, floor: float) -> np.ndarray:
+def capped(probabilities: np.ndarray, cap: float, floor: float) -> np.ndarray:
     """Lower every probability above ``cap`` to it and give the excess to the pairs below the cap, in
     proportion to what they have above the ``floor`` (what the policy asked for them), so that pairs
     the policy has no use for stay at the floor."""
@@ -507,7 +507,7 @@ class Matchmaker:
         wanted = (target - floor / len(eligible)) / (1 - floor)
         wanted = np.maximum(wanted * (flying.sum() + 1) - flying, 0.0)
         probabilities = floor / len(eligible) + (1 - floor) * wanted / wanted.sum()
-        return eligible, _capped(probabilities, self._cap(len(eligible)), floor / len(eligible))
+        return eligible, capped(probabilities, self._cap(len(eligible)), floor / len(eligible))
 
     def _cap(self, n_eligible: int) -> float:
         return max(self.settings.max_pair_probability, self.settings.max_pair_multiple / n_eligible)
@@ -572,7 +572,7 @@ class Matchmaker:
         probabilities = shares["floor"] * weights["floor"] / totals["floor"]
         for name in speaking:
             probabilities = probabilities + scale * shares[name] * weights[name] / totals[name]
-        return _capped(probabilities, self._cap(len(eligible)), settings.floor_share / len(eligible))
+        return capped(probabilities, self._cap(len(eligible)), settings.floor_share / len(eligible))
 
     def _contest_battles(self, contests, covariance, eligible, information, difference_var) -> np.ndarray:
         """Spread each leader-challenger pair's top-two mass over the eligible battles of either model.

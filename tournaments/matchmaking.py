@@ -17,21 +17,21 @@ and the board's running battles as in flight, so raters who arrive together are 
 
 Choosing for a rater
 --------------------
-1. Of the boards the rater feeds that have a slot ready, one is chosen with probability proportional
-   to its slot's need (all equally when none needs anything) and its first slot taken. With no slot
-   anywhere (Redis lost its keys, or a new tournament), a slot for the pooled board is built from the
-   database on the spot: the battle still starts.
-2. Pairs the rater cannot have are removed: a model that is cooled down or withdrawn, a pair the rater
-   already met in this study. The slot's distribution is renormalised over what is left; its drawn
-   pair is kept when it is still allowed (which gives the same probabilities as a fresh draw).
-3. The battle records the probability of its ordered pair: the need-weighted average over the candidate
-   boards of each board's renormalised probability for the pair (its probability under the combined
-   distribution of every board and dimension the battle feeds), halved for the random left/right
-   placement.
+1. Every board the rater feeds that has a slot ready offers it; one of them, chosen with probability
+   proportional to its need, has its slot popped from its queue so that the next rater gets the next
+   proposal (the others are only read). With no slot anywhere (Redis lost its keys, or a new
+   tournament), a slot for the pooled board is built from the database on the spot: the battle still
+   starts.
+2. Pairs the rater cannot have are removed from every slot: a model that is cooled down or withdrawn, a
+   pair the rater already met in this study. Each slot is renormalised over what is left.
+3. The pair is drawn from the slots' need-weighted mixture (all equally when none needs anything), with
+   no pair above the tournament's `matchmaking_pair_cap` (`stats.board_mix.pair_cap`): the boards
+   mostly agree on who leads, and uncapped their leaders' pair took 7% of the battles.
+4. The battle records the probability of its ordered pair under that capped mixture, halved for the
+   random left/right placement.
 
-Choosing a board by need and then a pair from its slot is a draw from that combined distribution, so the
-recorded probability is exact, and every guarantee of the single matchmaker (floor, pair cap, in-flight
-awareness) holds for the mixture because it holds for each part.
+Every guarantee of the single matchmaker (floor, in-flight awareness) holds for the mixture because it
+holds for each part, and the cap keeps the floor: the excess of a capped pair goes to the others.
 
 Redis holds only derived state. Its loss costs speed, never a battle or a vote. In the embedded demo
 there is no Redis, and every battle builds its slot directly.
@@ -39,6 +39,7 @@ there is no Redis, and every battle builds its slot directly.
 
 import json
 import logging
+import math
 import secrets
 import time
 from collections.abc import Iterable
@@ -50,7 +51,7 @@ from django.conf import settings
 
 from config.celery_app import enqueue_on_commit
 from raters.models import Rater
-from stats.board_mix import Goal, Weights, board_need, mixture, mixture_weights
+from stats.board_mix import Goal, Weights, board_need, capped_mixture, mixture, mixture_weights, pair_cap
 from stats.matchmaker import Matchmaker
 from tournaments.models import Battle, Dimension, LLMModel, Tournament, Vote, VoteChoice
 
@@ -73,7 +74,7 @@ Pair = tuple[int, int]
 @dataclass(frozen=True)
 class Slot:
     probabilities: dict[Pair, float]  # unordered pair (lower pk first) -> probability
-    pick: Pair
+    pick: Pair  # drawn from the slot: the slots made after it count it as in flight
     made_at: float
     need: float = 1.0  # what the board still needs (stats.board_mix): its weight among the rater's boards
 
@@ -291,26 +292,30 @@ def pair_choose(
     slots = [slot for slot in _candidate_slots(tournament, boards) if _allowed_mass(slot, allowed) > 0]
     if not slots:  # nothing ready, or only slots made before a model came back
         slots = slots_make(tournament, None, 1)
-    chosen = slots[0]  # _candidate_slots puts the popped slot of the randomly chosen board first
-    pair = chosen.pick if chosen.pick in allowed else _draw(chosen, allowed)
-    weights = mixture_weights([slot.need for slot in slots])
-    probability = sum(w * _allowed_share(slot, allowed, pair) for w, slot in zip(weights, slots, strict=True))
+    distribution = _combined(
+        slots, allowed, cap=tournament.matchmaking_pair_cap, pairs=math.comb(len(by_pk), 2)
+    )
+    pair = _random.choices(list(distribution), weights=list(distribution.values()))[0]
     first, second = pair if _random.random() < 0.5 else pair[::-1]
-    return by_pk[first], by_pk[second], probability / 2
+    return by_pk[first], by_pk[second], distribution[pair] / 2
 
 
 def _allowed_mass(slot: Slot, allowed: set[Pair]) -> float:
     return sum(p for pair, p in slot.probabilities.items() if pair in allowed)
 
 
-def _allowed_share(slot: Slot, allowed: set[Pair], pair: Pair) -> float:
-    """The probability of `pair` when the slot's distribution is restricted to the allowed pairs."""
-    return slot.probabilities.get(pair, 0.0) / _allowed_mass(slot, allowed)
+def _restricted(slot: Slot, allowed: set[Pair]) -> dict[Pair, float]:
+    mass = _allowed_mass(slot, allowed)
+    return {pair: p / mass for pair, p in slot.probabilities.items() if pair in allowed}
 
 
-def _draw(slot: Slot, allowed: set[Pair]) -> Pair:
-    pairs = [pair for pair in slot.probabilities if pair in allowed]
-    return _random.choices(pairs, weights=[slot.probabilities[pair] for pair in pairs])[0]
+def _combined(slots: list[Slot], allowed: set[Pair], *, cap: float, pairs: int) -> dict[Pair, float]:
+    """Each board's slot restricted to the allowed pairs and renormalised, then their need-weighted
+    mixture with no pair above the tournament's cap (stats.board_mix)."""
+    restricted = [_restricted(slot, allowed) for slot in slots]
+    offered = len(set().union(*restricted))
+    cap = pair_cap(cap, pairs=max(pairs, offered), allowed=offered)
+    return capped_mixture(restricted, [slot.need for slot in slots], cap)
 
 
 def _candidate_slots(tournament: Tournament, boards: list[int | None]) -> list[Slot]:

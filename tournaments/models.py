@@ -191,6 +191,13 @@ class Tournament(models.Model):
     matchmaking_weight_leader = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
     matchmaking_weight_intervals = models.FloatField(default=0.5, validators=[MinValueValidator(0.0)])
     matchmaking_weight_raters = models.FloatField(default=1.0, validators=[MinValueValidator(0.0)])
+    matchmaking_pair_cap = models.FloatField(
+        default=0.05,
+        validators=[MinValueValidator(0.001), MaxValueValidator(1.0)],
+        help_text="The most one pair may have of the battles matchmaking offers a rater, all boards "
+        "together. A tournament of under eight models gets 1.4 times an even share instead, when that is "
+        "more.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -201,6 +208,8 @@ class Tournament(models.Model):
                     matchmaking_weight_leader__gte=0,
                     matchmaking_weight_intervals__gte=0,
                     matchmaking_weight_raters__gte=0,
+                    matchmaking_pair_cap__gt=0,
+                    matchmaking_pair_cap__lte=1,
                 ),
                 name="tournament_matchmaking_goal_valid",
             ),

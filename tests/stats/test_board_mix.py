@@ -8,9 +8,10 @@ from stats.board_mix import (
     Weights,
     board_need,
     board_rarity,
+    capped_mixture,
     mixture,
     mixture_weights,
-    pair_probability,
+    pair_cap,
 )
 from stats.matchmaker import Matchmaker
 
@@ -79,18 +80,30 @@ def test_it_keeps_the_floor_the_cap_and_the_exclusions_of_its_parts():
     assert combined[(4, 5)] <= max(p[(4, 5)] for p in parts) + 1e-12  # in flight: each part cut it
 
 
-def test_it_records_the_probability_with_which_a_pair_is_actually_drawn():
-    """Choosing a part by its weight and then a pair from it samples the mixture."""
-    parts = [{(0, 1): 0.9, (0, 2): 0.1}, {(0, 1): 0.2, (0, 2): 0.8}]
-    needs = [1.0, 3.0]
-    rng = np.random.default_rng(0)
-    weights = mixture_weights(needs)
-    draws = [
-        list(parts[k])[rng.choice(2, p=list(parts[k].values()))] for k in rng.choice(2, size=20000, p=weights)
-    ]
-    share = draws.count((0, 1)) / len(draws)
-    assert pair_probability(parts, needs, (0, 1)) == pytest.approx(0.25 * 0.9 + 0.75 * 0.2)
-    assert share == pytest.approx(pair_probability(parts, needs, (0, 1)), abs=0.01)
+def test_the_mixture_gives_no_pair_more_than_the_cap_and_the_excess_to_the_others():
+    # Two boards that agree on their leaders' pair (0, 1), as the pooled and most group boards do.
+    parts = [fitted(seed, np.linspace(2, 0, 8)).pair_distribution() for seed in (1, 2)]
+    uncapped = mixture(parts, [1.0, 1.0])
+    assert max(uncapped.values()) > 0.06
+    capped = capped_mixture(parts, [1.0, 1.0], pair_cap(0.05, pairs=28, allowed=28))
+    assert sum(capped.values()) == pytest.approx(1.0)
+    assert max(capped.values()) <= 0.05 + 1e-12
+    # The pairs left under the cap keep their proportions: the excess is shared as the mixture asked.
+    below = [pair for pair, p in capped.items() if p < 0.05 - 1e-9]
+    ratios = [capped[pair] / uncapped[pair] for pair in below]
+    assert min(ratios) == pytest.approx(max(ratios)) and min(ratios) > 1
+
+
+def test_the_cap_is_never_below_an_even_share_and_keeps_room_in_small_tournaments():
+    assert pair_cap(0.05, pairs=45, allowed=45) == 0.05
+    assert pair_cap(0.05, pairs=28, allowed=28) == pytest.approx(0.05)  # eight models: 1.4 / 28
+    assert pair_cap(0.05, pairs=6, allowed=6) == pytest.approx(1.4 / 6)  # four models: 23%, even 17%
+    assert pair_cap(0.05, pairs=45, allowed=10) == pytest.approx(0.1)  # a rater with ten pairs left
+    assert pair_cap(0.5, pairs=3, allowed=1) == 1.0
+    with pytest.raises(ValueError, match="pair cap"):
+        pair_cap(0.0, pairs=28, allowed=28)
+    with pytest.raises(ValueError, match="allowed pairs"):
+        pair_cap(0.05, pairs=28, allowed=0)
 
 
 def test_a_small_groups_board_counts_more_when_one_of_its_few_raters_arrives():

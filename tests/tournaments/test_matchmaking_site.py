@@ -52,16 +52,25 @@ def model_pks(tournament) -> list[int]:
     return sorted(tournament.llm_models.values_list("pk", flat=True))
 
 
+def uncapped(tournament):
+    """No cap on the mixture: these tests read the slots' own probabilities."""
+    tournament.matchmaking_pair_cap = 1.0
+    tournament.save(update_fields=["matchmaking_pair_cap"])
+    return tournament
+
+
 def test_the_battle_records_the_probability_of_its_ordered_pair(rater, tournament):
-    a, b, c = model_pks(tournament)
-    put_slot(tournament, None, {(a, b): 0.6, (a, c): 0.3, (b, c): 0.1}, pick=(a, b))
+    a, b, c = model_pks(uncapped(tournament))
+    offered = {(a, b): 0.6, (a, c): 0.3, (b, c): 0.1}
+    put_slot(tournament, None, offered, pick=(a, b))
     battle = battle_start(rater=pooled_only(rater))
-    assert pair_key(battle.model_a_id, battle.model_b_id) == (a, b)
-    assert battle.pair_probability == pytest.approx(0.6 / 2)
+    assert battle.pair_probability == pytest.approx(
+        offered[pair_key(battle.model_a_id, battle.model_b_id)] / 2
+    )
 
 
 def test_a_pair_the_rater_met_is_removed_and_the_rest_renormalised(rater, tournament):
-    a, b, c = model_pks(tournament)
+    a, b, c = model_pks(uncapped(tournament))
     pooled_only(rater)
     Battle.objects.create(
         tournament=tournament,
@@ -79,15 +88,54 @@ def test_a_pair_the_rater_met_is_removed_and_the_rest_renormalised(rater, tourna
 
 
 def test_the_probability_averages_over_the_boards_the_rater_feeds(rater, tournament):
-    a, b, c = model_pks(tournament)
+    a, b, c = model_pks(uncapped(tournament))
     group_ids = list(rater.groups.values_list("pk", flat=True))
-    put_slot(tournament, None, {(a, b): 0.5, (a, c): 0.25, (b, c): 0.25}, pick=(a, b))
+    pooled = {(a, b): 0.5, (a, c): 0.25, (b, c): 0.25}
+    grouped = {(a, b): 0.2, (a, c): 0.4, (b, c): 0.4}
+    put_slot(tournament, None, pooled, pick=(a, b))
     for group_id in group_ids:
-        put_slot(tournament, group_id, {(a, b): 0.2, (a, c): 0.4, (b, c): 0.4}, pick=(a, b))
+        put_slot(tournament, group_id, grouped, pick=(a, b))
     battle = battle_start(rater=rater)
-    assert pair_key(battle.model_a_id, battle.model_b_id) == (a, b)
+    pair = pair_key(battle.model_a_id, battle.model_b_id)
     boards = 1 + len(group_ids)
-    assert battle.pair_probability == pytest.approx((0.5 + 0.2 * len(group_ids)) / boards / 2)
+    assert battle.pair_probability == pytest.approx(
+        (pooled[pair] + grouped[pair] * len(group_ids)) / boards / 2
+    )
+
+
+def test_no_pair_takes_more_than_the_tournament_cap_and_the_excess_goes_to_the_others(
+    rater, tournament, monkeypatch
+):
+    monkeypatch.setattr(matchmaking, "_random", random.Random(5))
+    add_models(tournament, 7)  # ten models, 45 pairs: the default cap of 5% applies as it is
+    pks = model_pks(tournament)
+    pairs = [(x, y) for x in pks for y in pks if x < y]
+    leaders = pairs[0]
+    offered = {pair: 0.5 if pair == leaders else 0.5 / 44 for pair in pairs}
+    available = list(tournament.llm_models.all())
+    drawn = Counter()
+    for _ in range(300):
+        put_slot(tournament, None, offered, pick=leaders)
+        left, right, probability = pair_choose(rater=pooled_only(rater), available=available, met=set())
+        pair = pair_key(left.pk, right.pk)
+        drawn[pair] += 1
+        other = 0.5 / 44 * 0.95 / 0.5  # the others share the excess in proportion to what they had
+        assert probability == pytest.approx((0.05 if pair == leaders else other) / 2)
+    assert drawn[leaders] <= 30  # 15 expected; uncapped, about 150
+
+    uncapped(tournament)
+    rater.study.tournament.refresh_from_db()
+    put_slot(tournament, None, offered, pick=leaders)
+    left, right, probability = pair_choose(rater=rater, available=available, met=set())
+    assert probability == pytest.approx(offered[pair_key(left.pk, right.pk)] / 2)  # 0.25 for the leaders
+
+
+def test_a_tournament_of_few_models_keeps_room_to_steer(rater, tournament):
+    a, b, c = model_pks(tournament)  # three pairs: a cap of 5% would make them even
+    put_slot(tournament, None, {(a, b): 0.8, (a, c): 0.1, (b, c): 0.1}, pick=(a, b))
+    battle = battle_start(rater=pooled_only(rater))
+    share = {(a, b): 1.4 / 3, (a, c): (1 - 1.4 / 3) / 2, (b, c): (1 - 1.4 / 3) / 2}
+    assert battle.pair_probability == pytest.approx(share[pair_key(battle.model_a_id, battle.model_b_id)] / 2)
 
 
 def test_starting_a_battle_takes_one_slot_from_the_queue(rater, tournament):
@@ -154,8 +202,9 @@ def test_left_and_right_are_balanced(rater, tournament, monkeypatch):
     a, b, c = model_pks(tournament)
     available = list(tournament.llm_models.all())
     on_the_left = Counter()
+    uncapped(tournament)
     for _ in range(600):
-        put_slot(tournament, None, {(a, b): 1 / 3, (a, c): 1 / 3, (b, c): 1 / 3}, pick=(a, b))
+        put_slot(tournament, None, {(a, b): 1.0, (a, c): 0.0, (b, c): 0.0}, pick=(a, b))
         left, _right, _ = pair_choose(rater=pooled_only(rater), available=available, met=set())
         on_the_left[left.pk] += 1
     assert set(on_the_left) == {a, b}
@@ -183,7 +232,7 @@ def test_the_boards_a_rater_feeds_are_chosen_and_weighed_by_what_each_still_need
     rater, tournament, monkeypatch
 ):
     monkeypatch.setattr(matchmaking, "_random", random.Random(11))
-    a, b, c = model_pks(tournament)
+    a, b, c = model_pks(uncapped(tournament))
     group_id = rater.groups.values_list("pk", flat=True).first()
     rater.groups.set([group_id])  # the pooled board and one group board
     available = list(tournament.llm_models.all())
@@ -201,10 +250,11 @@ def test_the_boards_a_rater_feeds_are_chosen_and_weighed_by_what_each_still_need
         left, right, probability = pair_choose(rater=rater, available=available, met=set())
         pair = pair_key(left.pk, right.pk)
         picks[pair] += 1
-        want = {(a, b): 0.25 * 0.8 + 0.75 * 0.1, (b, c): 0.25 * 0.1 + 0.75 * 0.8}
+        want = {(a, b): 0.25 * 0.8 + 0.75 * 0.1, (a, c): 0.1, (b, c): 0.25 * 0.1 + 0.75 * 0.8}
         assert probability == pytest.approx(want[pair] / 2)
-    assert set(picks) == {(a, b), (b, c)}
-    assert picks[(b, c)] / 400 == pytest.approx(0.75, abs=0.07)  # the group board needs three times more
+    # The group board needs three times more, so its favourite pair comes first.
+    assert picks[(b, c)] / 400 == pytest.approx(want[(b, c)], abs=0.07)
+    assert picks[(a, b)] / 400 == pytest.approx(want[(a, b)], abs=0.07)
 
 
 def test_an_all_ties_dimension_needs_little_and_the_tournament_weights_count(study, groups, tournament):

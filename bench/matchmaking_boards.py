@@ -58,7 +58,9 @@ the horizon. Battles to announce are censored at the horizon, and:
 * ``tau_delta_min``: at each budget, Kendall tau of every board and dimension with its truth, paired
   difference new - uniform averaged over seeds; the worst over boards, dimensions and budgets, with its
   standard error and place; ``tau_deltas_significantly_negative`` counts the differences more than two
-  standard errors below zero, ``tau_delta_min_pooled`` is the worst on the pooled board;
+  standard errors below zero, ``tau_delta_min_pooled`` is the worst on the pooled board, and
+  ``tau_delta_min_if_no_effect`` what the worst would read if neither policy were better on any board
+  (:func:`worst_of_noise`, from the cells' own standard errors);
 * ``z_sd``: sd of ``(estimated - true difference) / posterior sd`` over the pooled Overall board's
   pairs at the horizon, new policy (the truth being the base skills shrunk to what the tie and
   careless-rater model leaves visible, the Bradley-Terry-Davidson fit to the exact outcome
@@ -374,6 +376,16 @@ def _gm_ratio(new: list[float], old: list[float]) -> float:
     return float(np.exp(np.mean(np.log(np.array(new) / np.array(old)))))
 
 
+def worst_of_noise(errors: list[float], draws: int = 2_000) -> float:
+    """What ``tau_delta_min`` would read if no policy made any difference: the median, over ``draws``
+    repetitions, of the smallest of one Normal(0, se) draw per compared cell. The worst of some two
+    hundred noisy differences lies well below zero whatever the policy does."""
+    if not errors:
+        return 0.0
+    rng = np.random.default_rng(0)
+    return float(np.median((rng.standard_normal((draws, len(errors))) * np.array(errors)).min(axis=1)))
+
+
 def _passes(value: float, rule: tuple[str, float]) -> bool:
     comparison, limit = rule
     return value <= limit if comparison == "<=" else value >= limit
@@ -490,6 +502,7 @@ def run(*, quick: bool = False, processes: int | None = None, **overrides) -> di
         "tau_deltas_significantly_negative": sum(deltas[k] < -2 * errors[k] for k in deltas),
         "tau_deltas_compared": len(deltas),
         "tau_delta_min_pooled": min((v for (_, (b, _)), v in deltas.items() if b is None), default=0.0),
+        "tau_delta_min_if_no_effect": worst_of_noise(list(errors.values())),
         "z_sd": float(np.std(z)),
         "max_pair_share": max(r["new"]["max_pair_share"] for r in per_seed),
         "max_pair_share_uniform": max(r["uniform"]["max_pair_share"] for r in per_seed),

@@ -3,7 +3,16 @@
 import numpy as np
 import pytest
 
-from bench.matchmaking_boards import MODELS, Study, _announce_figures, announcements, groups, run, simulate
+from bench.matchmaking_boards import (
+    MODELS,
+    Study,
+    _announce_figures,
+    announcements,
+    groups,
+    run,
+    simulate,
+    worst_of_noise,
+)
 
 
 def test_the_study_has_22_census_groups_over_two_countries_and_three_axes():
@@ -95,6 +104,14 @@ def test_boards_that_never_announce_are_reported_as_censored_not_hidden():
     assert figures["restricted_mean_announce_ratio"] == pytest.approx((23 * 500 + 500 + 22000) / (2 * 22500))
 
 
+def test_the_worst_of_many_noisy_differences_is_far_below_zero_even_with_no_effect():
+    assert worst_of_noise([]) == 0.0
+    assert worst_of_noise([0.0] * 50) == 0.0
+    # The smallest of 200 standard normals has a median near -2.7.
+    assert worst_of_noise([0.1] * 200) == pytest.approx(-0.27, abs=0.03)
+    assert worst_of_noise([0.1] * 200) < worst_of_noise([0.1] * 20) < 0
+
+
 def test_the_quick_mode_reports_every_figure_of_the_issue_in_well_under_a_minute():
     figures = run(quick=True)
     for name in (
@@ -102,6 +119,7 @@ def test_the_quick_mode_reports_every_figure_of_the_issue_in_well_under_a_minute
         "pooled_announce_ratio",
         "wrong_announcement_rate",
         "tau_delta_min",
+        "tau_delta_min_if_no_effect",
         "z_sd",
         "max_pair_share",
         "top1_stays_ratio",

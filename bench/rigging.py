@@ -46,6 +46,19 @@ cost on Populus (past it, the cap is reported as a lower bound). Targets: the mo
 seed, the omnipresent rivals being its three nearest above. Per attack: the medians over targets of the
 votes on each board, and of the paired ratio Populus / plain for each target; ``min_movement_cost_ratio``
 is the smallest median ratio over the attacks with a 90% identifier.
+
+The honest noise floor of the one-rank step (``one_rank_honest_noise``): for the same honest log and target,
+fresh honest votes from new raters drawn as the simulation draws them (``with_fresh_honest``), in the
+numbers the one-rank campaigns cost on the plain board and at ``NOISE_SIZES``, each number over
+``NOISE_DRAWS`` independent draws: the share of draws in which they alone moved the target's shown rank
+up, down, or either way, on the plain board (every vote counted) and on Populus's (each new rater's first
+vote practice, then the check and the fit, as for the honest log). If honest votes move the rank as
+often as a campaign of the same size, the one-rank step measures noise, not a defence.
+
+Held-out shares: ``attackers_held_out`` and ``honest_held_out`` count every rater; the ``_counted`` shares
+count only raters with a vote that is not practice (``with_counted_vote``): a rater who voted only its
+practice battle has nothing on any board to hold out. ``riggers_held_out`` narrows it further, to the
+attacking raters who cast a counted vote of use to the attack.
 """
 
 from __future__ import annotations

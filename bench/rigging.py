@@ -46,6 +46,19 @@ cost on Populus (past it, the cap is reported as a lower bound). Targets: the mo
 seed, the omnipresent rivals being its three nearest above. Per attack: the medians over targets of the
 votes on each board, and of the paired ratio Populus / plain for each target; ``min_movement_cost_ratio``
 is the smallest median ratio over the attacks with a 90% identifier.
+
+The honest noise floor of the one-rank step (``one_rank_honest_noise``): for the same honest log and target,
+fresh honest votes from new raters drawn as the simulation draws them (``with_fresh_honest``), in the
+numbers the one-rank campaigns cost on the plain board and at ``NOISE_SIZES``, each number over
+``NOISE_DRAWS`` independent draws: the share of draws in which they alone moved the target's shown rank
+up, down, or either way, on the plain board (every vote counted) and on Populus's (each new rater's first
+vote practice, then the check and the fit, as for the honest log). If honest votes move the rank as
+often as a campaign of the same size, the one-rank step measures noise, not a defence.
+
+Held-out shares: ``attackers_held_out`` and ``honest_held_out`` count every rater; the ``_counted`` shares
+count only raters with a vote that is not practice (``with_counted_vote``): a rater who voted only its
+practice battle has nothing on any board to hold out. ``riggers_held_out`` narrows it further, to the
+attacking raters who cast a counted vote of use to the attack.
 """
 
 from __future__ import annotations
@@ -73,6 +86,7 @@ class Honest:
     network: np.ndarray  # per rater
     arrival: np.ndarray  # per rater, seconds
     n_raters: int
+    crowds: np.ndarray  # how likely a rater behind a shared network is to be behind each of them
 
 
 def _davidson_scores(rng, d: np.ndarray, log_nu: float) -> np.ndarray:
@@ -86,6 +100,41 @@ def _davidson_scores(rng, d: np.ndarray, log_nu: float) -> np.ndarray:
 def simulate_honest(*, n_models: int, n_votes: int, seed: int, log_nu: float = -1.6) -> Honest:
     rng = np.random.default_rng(seed)
     theta = np.sort(rng.normal(0.0, 0.6, n_models))[::-1].copy()
+    return _honest_raters(rng, theta=theta, n_votes=n_votes, log_nu=log_nu, first_rater=0, crowds=None)
+
+
+def with_fresh_honest(honest: Honest, *, n_votes: int, seed: int, log_nu: float = -1.6) -> Honest:
+    """The honest log and ``n_votes`` more votes from new raters drawn as ``simulate_honest`` draws them
+    (activity, taste, care, ties, uniform pairs, arrival), behind the same shared networks or alone."""
+    if not n_votes:
+        return honest
+    fresh = _honest_raters(
+        np.random.default_rng(seed),
+        theta=honest.theta,
+        n_votes=n_votes,
+        log_nu=log_nu,
+        first_rater=honest.n_raters,
+        crowds=honest.crowds,
+    )
+    log = VoteLog(
+        *(np.r_[getattr(honest.log, name), getattr(fresh.log, name)] for name in ("rater", "i", "j", "score"))
+    )
+    return Honest(
+        log,
+        honest.theta,
+        np.r_[honest.network, fresh.network],
+        np.r_[honest.arrival, fresh.arrival],
+        honest.n_raters + fresh.n_raters,
+        honest.crowds,
+    )
+
+
+def _honest_raters(
+    rng, *, theta: np.ndarray, n_votes: int, log_nu: float, first_rater: int, crowds: np.ndarray | None
+) -> Honest:
+    """``n_votes`` votes from new honest raters numbered from ``first_rater`` (``n_raters`` counts only
+    them). Shared networks are picked with the probabilities ``crowds``, drawn here when None."""
+    n_models = len(theta)
     per_rater = []
     total = 0
     while total < n_votes:
@@ -103,14 +152,12 @@ def simulate_honest(*, n_models: int, n_votes: int, seed: int, log_nu: float = -
     d = care[rater] * (theta[i] - theta[j]) + taste[rater, i] - taste[rater, j]
     score = _davidson_scores(rng, d, log_nu)
     shared = rng.random(n_raters) < 0.3
-    crowd_sizes = rng.zipf(1.6, 500).clip(1, 400)
-    network = np.where(
-        shared,
-        rng.choice(500, n_raters, p=crowd_sizes / crowd_sizes.sum()),
-        500 + np.arange(n_raters),
-    )
+    if crowds is None:
+        crowd_sizes = rng.zipf(1.6, 500).clip(1, 400)
+        crowds = crowd_sizes / crowd_sizes.sum()
+    network = np.where(shared, rng.choice(500, n_raters, p=crowds), 500 + first_rater + np.arange(n_raters))
     arrival = rng.uniform(0, HOURS * 3600.0, n_raters)
-    return Honest(VoteLog(rater, i, j, score), theta, network, arrival, n_raters)
+    return Honest(VoteLog(first_rater + rater, i, j, score), theta, network, arrival, n_raters, crowds)
 
 
 def _counts(log: VoteLog, n_models: int) -> Counts:
@@ -315,7 +362,9 @@ def _populus_board(
     detector: dict | None = None,
 ):
     """Populus's published board after the first ``votes`` votes of the campaign: the rigging check
-    sees every vote, practice ones included; the fit counts the rest of the raters it does not hold out."""
+    sees every vote, practice ones included; the fit counts the rest of the raters it does not hold out.
+    Returns the board (skills, standard errors), which attacking raters and which honest raters it holds
+    out, and the number of attacking raters."""
     n_models = len(honest.theta)
     battle, attacker = campaign.battle[:votes], campaign.rater[:votes]
     n_attackers = int(attacker.max()) + 1 if votes else 0
@@ -346,7 +395,7 @@ def _populus_board(
     counted = _counts(log.subset(~held[log.rater] & ~practice_vote), n_models)
     fit = fit_btd(counted, n_models=n_models, n_groups=0, with_groups=False)
     board = (fit.theta, fit.theta_se())
-    return board, held[honest.n_raters :], n_attackers, held[: honest.n_raters].mean()
+    return board, held[honest.n_raters :], n_attackers, held[: honest.n_raters]
 
 
 def _progress(key: str, row: dict) -> dict:
@@ -362,6 +411,48 @@ def riggers(assigned: Assigned, campaign: Campaign, votes: int) -> np.ndarray:
     n_attackers = int(attacker.max()) + 1 if votes else 0
     rigging = assigned.useful[battle] & ~campaign.practice[:votes]
     return np.bincount(attacker[rigging], minlength=n_attackers) > 0
+
+
+def with_counted_vote(rater: np.ndarray, practice: np.ndarray, n_raters: int) -> np.ndarray:
+    """Per rater: whether it cast a vote that is not practice, one a published board can count. A rater
+    who voted only practice battles has nothing on any board to hold out, so the ``_counted`` shares
+    held out leave it out of their denominator, attacking and honest raters alike."""
+    return np.bincount(rater[~practice], minlength=n_raters) > 0
+
+
+def one_rank_honest_noise(
+    honest: Honest, *, rank, sizes, draws: int, seed: int, practice: int, label: str = "noise"
+) -> list[dict]:
+    """How often fresh honest votes alone move the target's rank, as ``rank(board)`` reads it, on each
+    board: per number of votes, over ``draws`` independent draws of new raters (``with_fresh_honest``),
+    the shares of draws that moved it up, down, or either way. The plain board counts every fresh vote;
+    Populus's takes them as it takes the honest log (first votes as practice, the check, the fit)."""
+    n_models = len(honest.theta)
+
+    def ranks(log_and_raters: Honest) -> dict:
+        populus, *_ = _populus_board_unattacked(log_and_raters, practice=practice)
+        return {"plain": rank(plain_board(log_and_raters.log, n_models)), "populus": rank(populus)}
+
+    start = ranks(honest)
+    rows = []
+    for index, size in enumerate(sizes):
+        moves = {board: [] for board in start}
+        for draw in range(draws):
+            grown = with_fresh_honest(honest, n_votes=size, seed=seed + 10_000 + 1_000 * index + draw)
+            for board, shown in ranks(grown).items():
+                moves[board].append(shown - start[board])
+        row: dict = {"votes": int(size), "draws": draws}
+        for board, moved in moves.items():
+            moved = np.array(moved)
+            row.update(
+                {
+                    f"{board}_up": float((moved < 0).mean()),
+                    f"{board}_down": float((moved > 0).mean()),
+                    f"{board}_moved": float((moved != 0).mean()),
+                }
+            )
+        rows.append(_progress(label, row))
+    return rows
 
 
 def _votes_needed(reaches, limit: int) -> int | None:
@@ -560,6 +651,13 @@ def movement(
     return results
 
 
+# The honest noise floor of the one-rank step: fresh honest votes, besides the one-rank campaigns' costs.
+NOISE_SIZES = (30, 100, 300, 1_000, 3_000)
+NOISE_DRAWS = 40
+QUICK_NOISE_SIZES = (100, 1_000)
+QUICK_NOISE_DRAWS = 5
+
+
 def run(
     *,
     quick: bool = False,
@@ -585,6 +683,7 @@ def run(
         return rank_of(board[0], target, board[1] if shared else None)
 
     clean_populus, _, _, honest_held_clean = _populus_board_unattacked(honest, practice=practice)
+    honest_counted = with_counted_vote(honest.log.rater, honest_practice(honest, practice), honest.n_raters)
     start = {"plain": rank(plain_board(honest.log, n_models)), "populus": rank(clean_populus)}
     point_rank = rank_of(clean_plain, target)
     results: dict = {
@@ -596,11 +695,13 @@ def run(
         "target_rank_populus": start["populus"],
         "practice_battles": practice,
         "honest_votes_in_practice": float(honest_practice(honest, practice).mean()),
-        "honest_held_out_without_attack": float(honest_held_clean),
+        "honest_held_out_without_attack": float(honest_held_clean.mean()),
+        "honest_raters_counted": int(honest_counted.sum()),
     }
     attacks = dict(list(ATTACKS.items())[::2]) if quick else ATTACKS
-    ratios, caught, honest_shares = [], [], [float(honest_held_clean)]
+    ratios, caught, honest_shares = [], [], [float(honest_held_clean.mean())]
     caught_before, honest_before_shares, caught_riggers = [], [], []
+    caught_counted, honest_counted_shares = [], [float(honest_held_clean[honest_counted].mean())]
     for name, (kind, accuracy, networks, sizes) in attacks.items():
         for goal in ("one_rank", "top_3"):
             wanted = {board: first - 1 if goal == "one_rank" else 3 for board, first in start.items()}
@@ -657,6 +758,9 @@ def run(
                 detector=EARLIER_DETECTOR,
             )
             rigged = riggers(assigned, campaign, effective)
+            counted = with_counted_vote(
+                campaign.rater[:effective], campaign.practice[:effective], n_attackers
+            )
             ratio = effective / plain_cost if plain_cost else None
             row.update(
                 cost_ratio=ratio,
@@ -665,10 +769,13 @@ def run(
                 attackers_held_out=float(held_attackers.sum() / max(n_attackers, 1)),
                 riggers=int(rigged.sum()),
                 riggers_held_out=float((held_attackers & rigged).sum() / max(rigged.sum(), 1)),
-                honest_held_out=float(honest_held),
+                attackers_counted=int(counted.sum()),
+                attackers_held_out_counted=float((held_attackers & counted).sum() / max(counted.sum(), 1)),
+                honest_held_out=float(honest_held.mean()),
+                honest_held_out_counted=float(honest_held[honest_counted].mean()),
                 attackers_held_out_earlier_check=float(held_before.sum() / max(n_attackers, 1)),
                 riggers_held_out_earlier_check=float((held_before & rigged).sum() / max(rigged.sum(), 1)),
-                honest_held_out_earlier_check=float(honest_before),
+                honest_held_out_earlier_check=float(honest_before.mean()),
                 hours_at_network_cap=float(n_attackers / (NEW_RATERS_PER_NETWORK_HOUR * networks)),
             )
             results[f"{name}.{goal}"] = row
@@ -678,13 +785,32 @@ def run(
             caught.append((held_attackers.sum(), n_attackers))
             caught_before.append((held_before.sum(), n_attackers))
             caught_riggers.append(((held_attackers & rigged).sum(), rigged.sum()))
-            honest_shares.append(float(honest_held))
-            honest_before_shares.append(float(honest_before))
+            caught_counted.append(((held_attackers & counted).sum(), counted.sum()))
+            honest_shares.append(float(honest_held.mean()))
+            honest_counted_shares.append(float(honest_held[honest_counted].mean()))
+            honest_before_shares.append(float(honest_before.mean()))
     results["min_cost_ratio"] = min(ratios) if ratios else None
     results["attackers_held_out"] = float(sum(c for c, _ in caught) / max(1, sum(n for _, n in caught)))
     results["honest_held_out"] = max(honest_shares)
     results["riggers_held_out"] = float(
         sum(c for c, _ in caught_riggers) / max(1, sum(n for _, n in caught_riggers))
+    )
+    results["attackers_held_out_counted"] = float(
+        sum(c for c, _ in caught_counted) / max(1, sum(n for _, n in caught_counted))
+    )
+    results["honest_held_out_counted"] = max(honest_counted_shares)
+    # Is the one-rank step within what honest votes alone do? Fresh honest votes in the numbers the
+    # one-rank campaigns cost on the plain board, and around them.
+    one_rank_costs = {
+        row["plain_votes"] for key, row in results.items() if key.endswith(".one_rank") and row["plain_votes"]
+    }
+    results["one_rank_honest_noise"] = one_rank_honest_noise(
+        honest,
+        rank=rank,
+        sizes=sorted(one_rank_costs | set(QUICK_NOISE_SIZES if quick else NOISE_SIZES)),
+        draws=QUICK_NOISE_DRAWS if quick else NOISE_DRAWS,
+        seed=seed,
+        practice=practice,
     )
     results["attackers_held_out_earlier_check"] = float(
         sum(c for c, _ in caught_before) / max(1, sum(n for _, n in caught_before))

@@ -22,13 +22,30 @@ from bench.rigging import (
 def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
     call_command("bench", "rigging", "--json", "--quick")
     figures = json.loads(capsys.readouterr().out)
-    for key in ("min_cost_ratio", "attackers_held_out", "honest_held_out", "riggers_held_out"):
-        assert key in figures
+    for key in (
+        "min_cost_ratio",
+        "attackers_held_out",
+        "honest_held_out",
+        "riggers_held_out",
+        "attackers_held_out_counted",
+        "honest_held_out_counted",
+    ):
+        assert figures[key] >= 0
     rows = {key: value for key, value in figures.items() if isinstance(value, dict) and ".move" not in key}
     assert {key.split(".")[1] for key in rows} == {"one_rank", "top_3"}
     for row in rows.values():
         assert {"plain_votes", "cost_ratio", "attackers_held_out", "honest_held_out"} <= set(row)
         assert 0 <= row["attackers_held_out"] <= 1 and 0 <= row["honest_held_out"] <= 1
+        assert 0 <= row["attackers_held_out_counted"] <= 1 and 0 <= row["honest_held_out_counted"] <= 1
+        assert row["attackers_counted"] <= row["attackers"]
+    assert figures["honest_raters_counted"] < figures["honest_raters"]
+    noise = figures["one_rank_honest_noise"]
+    one_rank_costs = {row["plain_votes"] for key, row in rows.items() if key.endswith(".one_rank")} - {None}
+    assert one_rank_costs <= {row["votes"] for row in noise}
+    for row in noise:
+        assert row["draws"] == rigging.QUICK_NOISE_DRAWS
+        for board in ("plain", "populus"):
+            assert row[f"{board}_moved"] == row[f"{board}_up"] + row[f"{board}_down"] <= 1
     assert figures["min_cost_ratio"] > 0 and 0 <= figures["honest_held_out"] <= 1
     moves = {key: value for key, value in figures.items() if key.endswith(".move")}
     assert set(moves) == {f"{name}.move" for name in rigging.QUICK_MOVE_ATTACKS}
@@ -137,7 +154,7 @@ def test_a_campaign_as_large_as_the_honest_log_holds_out_no_honest_rater_and_mos
         _, attackers_held, attackers, honest_held = rigging._populus_board(
             honest, assigned, campaign, 20_000, networks=5, practice=1, detector=detector
         )
-        shares[name] = (attackers_held.sum() / attackers, honest_held)
+        shares[name] = (attackers_held.sum() / attackers, honest_held.mean())
     # Judged against a fit of every vote, which the campaign drags, honest crowds looked rigged.
     assert shares["earlier"][1] > 0.05
     assert shares["now"][1] <= 0.01 and shares["now"][0] >= 0.9 > shares["earlier"][0]
@@ -158,3 +175,54 @@ def test_riggers_are_the_attackers_who_cast_a_counted_vote_of_use():
     # Raters who sat through their practice battle and left cast nothing of use.
     assert 0 < rigged.sum() < len(rigged)
     assert not rigging.riggers(assigned, campaign, 0).any()
+
+
+def test_fresh_honest_raters_join_the_log_as_new_raters_drawn_the_same_way():
+    honest = simulate_honest(n_models=10, n_votes=3_000, seed=7)
+    grown = rigging.with_fresh_honest(honest, n_votes=2_000, seed=1)
+    assert rigging.with_fresh_honest(honest, n_votes=0, seed=1) is honest
+    assert len(grown.log) == 5_000 and (grown.log.rater[:3_000] == honest.log.rater).all()
+    new = grown.log.rater[3_000:]
+    assert new.min() == honest.n_raters and new.max() + 1 == grown.n_raters
+    assert len(grown.network) == len(grown.arrival) == grown.n_raters
+    # New raters are either behind one of the log's shared networks or alone on a network of their own.
+    fresh_networks = grown.network[honest.n_raters :]
+    shared = fresh_networks < 500
+    assert 0 < shared.mean() < 0.6
+    assert not np.isin(fresh_networks[~shared], honest.network).any()
+    assert 0.05 < (grown.log.score[3_000:] == 0.5).mean() < 0.2
+
+
+def test_honest_votes_move_the_target_rank_never_when_none_are_added_and_always_when_many_are():
+    honest = simulate_honest(n_models=10, n_votes=2_000, seed=6)
+    target = int(np.argsort(-plain_skills(honest.log, 10))[5])
+    rows = rigging.one_rank_honest_noise(
+        honest,
+        rank=lambda board: rank_of(board[0], target, board[1]),
+        sizes=(0, 20_000),
+        draws=3,
+        seed=1,
+        practice=1,
+    )
+    none, many = rows
+    assert none["votes"] == 0 and none["plain_moved"] == none["populus_moved"] == 0
+    # Ten times the log narrows every interval: the shown rank changes in every draw, on both boards.
+    assert many["plain_moved"] == many["populus_moved"] == 1
+    assert many["plain_up"] + many["plain_down"] == 1
+
+
+def test_the_counted_shares_leave_out_raters_who_voted_only_practice_battles():
+    theta = np.linspace(1, -1, 20)
+    assigned = assigned_stream(
+        "target_only", target=10, rivals=np.array([9]), accuracy=1.0, theta=theta, length=3_000, seed=3
+    )
+    campaign = campaign_on_populus(assigned, per_rater=3, practice=1)
+    n_attackers = campaign.rater.max() + 1
+    counted = rigging.with_counted_vote(campaign.rater, campaign.practice, n_attackers)
+    votes_per_rater = np.bincount(campaign.rater, minlength=n_attackers)
+    # A rater of this campaign either leaves after its practice vote or votes three more battles.
+    assert (counted == (votes_per_rater > 1)).all() and 0 < counted.sum() < n_attackers
+    honest = simulate_honest(n_models=10, n_votes=2_000, seed=4)
+    honest_counted = rigging.with_counted_vote(honest.log.rater, honest_practice(honest, 1), honest.n_raters)
+    assert (honest_counted == (np.bincount(honest.log.rater) > 1)).all()
+    assert rigging.with_counted_vote(honest.log.rater, honest_practice(honest, 0), honest.n_raters).all()

@@ -7,9 +7,9 @@ same goal and weights, the need-weighted mixture of their distributions).
 
 The simulated study
 -------------------
-* Models: ``MODELS`` models with skills spread over about 300 Elo on Overall, the runner-up
-  ``TOP_GAP_ELO`` behind the best and the third as far again; each other dimension is Overall plus an
-  independent jitter of 30 Elo per model.
+* Models: ``MODELS`` models (``run(models=...)`` for more) with skills spread over about 300 Elo on
+  Overall, the runner-up ``TOP_GAP_ELO`` behind the best and the third as far again; each other
+  dimension is Overall plus an independent jitter of 30 Elo per model.
 * Raters arrive one after another with demographics drawn from the census shares of ``stats.census``:
   a country (US 60%, UK 40%), then one group on each of its three axes (age, ethnicity, politics): 22
   groups in all. Each group has an offset per model and dimension (sd ``OFFSET_ELO``, centred within
@@ -97,7 +97,6 @@ CARELESS_SHARE = 0.15
 IN_FLIGHT = 50
 ARRIVALS = 10
 THRESHOLD = 0.95
-PAIRS = [(i, j) for i in range(MODELS) for j in range(i + 1, MODELS)]
 OUTCOME_COLUMN = {"a": 0, "b": 1, "tie": 2}
 # Battles between two refreshes of the matchmakers' posteriors and needs.
 REFRESH = 50
@@ -133,10 +132,11 @@ def groups() -> list[tuple[str, str, str, float]]:
 class Study:
     """One seed's world: skills per dimension, group offsets, the truth of every board."""
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, models: int = MODELS):
         rng = np.random.default_rng([seed, 1])
         self.groups = groups()
-        n, d = MODELS, len(TIE_RATES)
+        self.pairs = [(i, j) for i in range(models) for j in range(i + 1, models)]
+        n, d = models, len(TIE_RATES)
         base = np.sort(rng.uniform(0, 300 - 2 * TOP_GAP_ELO, n))[::-1]
         base[:3] = [300.0, 300.0 - TOP_GAP_ELO, 300.0 - 2 * TOP_GAP_ELO]
         base = np.sort(base)[::-1]
@@ -181,14 +181,15 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
     """One policy on one seed's study: announcements, taus at the budgets, z-scores, pair counts."""
     rng = np.random.default_rng([seed, 2])  # the same raters and outcome draws for both policies
     pick_rng = np.random.default_rng([seed, 3, policy == "new"])
-    n, dims = MODELS, len(TIE_RATES)
+    n, dims = len(study.base[0]), len(TIE_RATES)
+    pairs = study.pairs
     boards = [None, *range(len(study.groups))]
     matchmakers = {(b, k): Matchmaker(list(range(n)), seed=[seed, 4]) for b in boards for k in range(dims)}
-    pending = {key: np.zeros((len(PAIRS), 3)) for key in matchmakers}
+    pending = {key: np.zeros((len(pairs), 3)) for key in matchmakers}
     raters_on = dict.fromkeys(boards, 0)
     battles_on = dict.fromkeys(boards, 0)
     flying: dict = {b: [] for b in boards}
-    counts = np.zeros(len(PAIRS))
+    counts = np.zeros(len(pairs))
     goal = Goal(threshold=THRESHOLD, **sizes.get("goal", {}))
     weights = Weights(**sizes.get("weights", {}))
     rarity = sizes.get("rarity", RARITY)
@@ -207,7 +208,7 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
         for key, tally in pending.items():
             rows = np.flatnonzero(tally.sum(axis=1))
             if len(rows):
-                matchmakers[key].observe_counts((*PAIRS[r], *tally[r]) for r in rows.tolist())
+                matchmakers[key].observe_counts((*pairs[r], *tally[r]) for r in rows.tolist())
                 tally[:] = 0.0
         needs_cache.clear()
 
@@ -235,7 +236,7 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
         """The board's slot: the mixture of its dimensions' distributions (site: ``slots_make``)."""
         parts = [
             np.fromiter(
-                matchmakers[(board, k)].pair_distribution(in_flight=flying[board]).values(), float, len(PAIRS)
+                matchmakers[(board, k)].pair_distribution(in_flight=flying[board]).values(), float, len(pairs)
             )
             for k in range(dims)
         ]
@@ -253,9 +254,9 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
         combined = np.array(mixture_weights(needs)) @ np.array(slots)
         if mixture_cap:
             kept = np.flatnonzero(allowed)
-            cap = pair_cap(mixture_cap, pairs=len(PAIRS), allowed=len(kept))
+            cap = pair_cap(mixture_cap, pairs=len(pairs), allowed=len(kept))
             combined[kept] = capped(combined[kept], cap, 0.0)
-        return int(pick_rng.choice(len(PAIRS), p=combined / combined.sum()))
+        return int(pick_rng.choice(len(pairs), p=combined / combined.sum()))
 
     def start() -> None:
         if not queue:
@@ -263,14 +264,14 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
             for b in (None, *rater_groups):
                 raters_on[b] += 1
             skills = study.base + study.offsets[rater_groups].sum(axis=0)
-            queue.append([rater_groups, careless, np.ones(len(PAIRS), dtype=bool), BATTLES_PER_RATER, skills])
+            queue.append([rater_groups, careless, np.ones(len(pairs), dtype=bool), BATTLES_PER_RATER, skills])
         rater = queue.pop(0)
         rater_groups, _, allowed, _, _ = rater
         pair = choose(rater_groups, allowed)
         allowed[pair] = False
         rater[3] -= 1
         for b in (None, *rater_groups):
-            flying[b].append(PAIRS[pair])
+            flying[b].append(pairs[pair])
         running.append((rater, pair, rng.random((dims, 2))))
 
     def checkpoint() -> None:
@@ -297,14 +298,14 @@ def simulate(study: Study, *, policy: str, sizes: dict, seed: int) -> dict:
         running[:] = [r for i, r in enumerate(running) if i not in order]
         for rater, pair, draws in finished:
             rater_groups, careless, _, left, skills = rater
-            a, b = PAIRS[pair]
+            a, b = pairs[pair]
             counts[pair] += 1
             outcomes = [
                 OUTCOME_COLUMN[_outcome(skills[k][a], skills[k][b], TIE_RATES[k], careless, *draws[k])]
                 for k in range(dims)
             ]
             for board in (None, *rater_groups):
-                flying[board].remove(PAIRS[pair])
+                flying[board].remove(pairs[pair])
                 battles_on[board] += 1
                 for k in range(dims):
                     pending[(board, k)][pair, outcomes[k]] += 1
@@ -393,7 +394,7 @@ def _passes(value: float, rule: tuple[str, float]) -> bool:
 
 def _seed(task: tuple[int, dict]) -> dict:
     seed, sizes = task
-    study = Study(seed)
+    study = Study(seed, sizes.get("models", MODELS))
     return {p: simulate(study, policy=p, sizes=sizes, seed=seed) for p in ("new", "uniform")}
 
 
@@ -453,9 +454,9 @@ def _announce_figures(per_seed: list[dict], horizon: int, budgets, min_battles: 
 
 def run(*, quick: bool = False, processes: int | None = None, **overrides) -> dict:
     """The figures above. ``overrides`` replace sizes (``seeds``, ``first_seed``, ``horizon``,
-    ``checkpoint``, ``budgets``), set the need weights of the new policy (``weights={"intervals": 0.0}``), its
-    ``rarity`` exponent, a ``mixture_cap`` on the combined distribution, or the announcement rule's
-    ``min_battles``."""
+    ``checkpoint``, ``budgets``, the number of ``models``), set the need weights of the new policy
+    (``weights={"intervals": 0.0}``), its ``rarity`` exponent, the ``mixture_cap`` on the combined
+    distribution, or the announcement rule's ``min_battles``."""
     sizes = {**(QUICK if quick else FULL), **overrides}
     if sizes["seeds"] < 2:
         raise ValueError("at least 2 seeds: the two halves are compared")

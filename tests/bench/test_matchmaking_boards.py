@@ -104,6 +104,16 @@ def test_boards_that_never_announce_are_reported_as_censored_not_hidden():
     assert figures["restricted_mean_announce_ratio"] == pytest.approx((23 * 500 + 500 + 22000) / (2 * 22500))
 
 
+def test_a_study_of_more_models_is_run_over_all_their_pairs():
+    study = Study(seed=0, models=12)
+    assert len(study.pairs) == 66 and study.base.shape == (3, 12)
+    result = simulate(
+        study, policy="new", sizes={"horizon": 200, "checkpoint": 100, "budgets": (200,)}, seed=0
+    )
+    assert result["taus"][200][(None, 0)] > 0
+    assert len(result["z"]) == 66
+
+
 def test_the_worst_of_many_noisy_differences_is_far_below_zero_even_with_no_effect():
     assert worst_of_noise([]) == 0.0
     assert worst_of_noise([0.0] * 50) == 0.0

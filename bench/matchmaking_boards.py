@@ -66,6 +66,9 @@ the horizon. Battles to announce are censored at the horizon, and:
   careless-rater model leaves visible, the Bradley-Terry-Davidson fit to the exact outcome
   probabilities);
 * ``max_pair_share``: the busiest pair's share of all battles, new policy (and uniform's);
+* ``closest_leaders_elo``: over the seeds, the median (and the shares under 5 and 10 Elo) of the
+  smallest gap between a board's true best and second-best model on Overall: the board that decides
+  ``all_boards_announce_ratio`` (:meth:`Study.closest_leaders_elo`);
 * ``top1_stays_ratio`` (no target): battles until the pooled Overall leader is the true best at every
   later checkpoint, new / uniform;
 * ``two_halves``: the three announcement ratios on each half of the seeds, and whether they agree
@@ -152,6 +155,12 @@ class Study:
             offsets[members] -= np.tensordot(shares / shares.sum(), offsets[members], axes=1)
         self.offsets = offsets / ELO_PER_NAT
         self.truth = {None: self.base, **{g: self.base + self.offsets[g] for g in range(len(self.groups))}}
+
+    def closest_leaders_elo(self) -> float:
+        """The smallest gap on Overall, in Elo, between a board's true best and second-best model, over
+        the pooled board and every group's. Telling two models apart at 95% takes battles in proportion
+        to one over the gap squared, so this board decides when every board has announced."""
+        return min(float(np.diff(np.sort(truth[0])[-2:])[0]) for truth in self.truth.values()) * ELO_PER_NAT
 
     def rater(self, rng) -> tuple[list[int], bool]:
         """A new rater's three groups (one per axis of one country) and whether they are careless."""
@@ -519,6 +528,12 @@ def run(*, quick: bool = False, processes: int | None = None, **overrides) -> di
                 "restricted_mean_announce_ratio",
             )
         },
+    }
+    gaps = [Study(seed, sizes.get("models", MODELS)).closest_leaders_elo() for seed, _ in tasks]
+    figures["closest_leaders_elo"] = {
+        "median": float(np.median(gaps)),
+        "under_5_elo": float(np.mean(np.array(gaps) < 5)),
+        "under_10_elo": float(np.mean(np.array(gaps) < 10)),
     }
     figures["two_halves_agree_within_10pct"] = {
         name: abs(a - b) <= 0.1 * max(a, b) for name, (a, b) in figures["two_halves"].items()

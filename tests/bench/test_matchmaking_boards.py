@@ -104,6 +104,13 @@ def test_boards_that_never_announce_are_reported_as_censored_not_hidden():
     assert figures["restricted_mean_announce_ratio"] == pytest.approx((23 * 500 + 500 + 22000) / (2 * 22500))
 
 
+def test_the_closest_leaders_are_the_smallest_gap_between_a_boards_best_two():
+    study = Study(seed=0)
+    gaps = [np.diff(np.sort(truth[0])[-2:])[0] * 400 / np.log(10) for truth in study.truth.values()]
+    assert study.closest_leaders_elo() == pytest.approx(min(gaps))
+    assert study.closest_leaders_elo() < 60  # the pooled board's own gap (TOP_GAP_ELO) bounds it
+
+
 def test_a_study_of_more_models_is_run_over_all_their_pairs():
     study = Study(seed=0, models=12)
     assert len(study.pairs) == 66 and study.base.shape == (3, 12)
@@ -130,6 +137,7 @@ def test_the_quick_mode_reports_every_figure_of_the_issue_in_well_under_a_minute
         "wrong_announcement_rate",
         "tau_delta_min",
         "tau_delta_min_if_no_effect",
+        "closest_leaders_elo",
         "z_sd",
         "max_pair_share",
         "top1_stays_ratio",

@@ -314,7 +314,7 @@ def _combined(slots: list[Slot], allowed: set[Pair], *, cap: float, pairs: int) 
     mixture with no pair above the tournament's cap (stats.board_mix)."""
     restricted = [_restricted(slot, allowed) for slot in slots]
     offered = len(set().union(*restricted))
-    cap = pair_cap(cap, pairs=max(pairs, offered), allowed=offered)
+    cap = pair_cap(cap, pairs=pairs, allowed=offered)
     return capped_mixture(restricted, [slot.need for slot in slots], cap)
 
 

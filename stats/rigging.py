@@ -154,6 +154,8 @@ def _over_neighbours(log, excess, variance, var, order, neighbours: int):
     its variance vote by vote: a vote between two models of one such set moves its sum by twice or by
     none of its residual, not by one residual on each side, so those votes' variance is corrected."""
     n_raters, n_models = excess.shape
+    if not neighbours:
+        return np.zeros_like(excess), np.zeros_like(variance)
     sides = np.zeros((n_models, n_models))  # sides[m, k]: how model k's excess counts in m's column
     for position, model in enumerate(order[neighbours + 1 :], start=neighbours + 1):
         # Models with no more than ``neighbours`` above them have this column in the one before.

@@ -168,6 +168,8 @@ def test_it_sums_each_models_excess_over_its_two_neighbours_above_vote_by_vote()
             mine = log.rater == rater
             assert np.isclose(excess[rater, 2 * N_MODELS + m], (coef * (log.score - mean))[mine].sum())
             assert np.isclose(variance[rater, 2 * N_MODELS + m], (coef**2 * var)[mine].sum())
+    excess, variance = excess_table(log, theta, np.log(0.3), 5, neighbours=0)
+    assert not excess[:, 2 * N_MODELS :].any() and not variance[:, 2 * N_MODELS :].any()
 
 
 def test_it_catches_a_small_campaign_for_one_rank_that_no_single_model_shows():

@@ -71,7 +71,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from stats.btd import Counts, fit_bt_plain, fit_btd
-from stats.rigging import VoteLog, raters_hold_out
+from stats.rigging import (
+    DEFAULT_REFERENCE_MAX_SHARING,
+    MIN_REFERENCE_SHARE,
+    VoteLog,
+    excess_table,
+    raters_hold_out,
+    reference_raters,
+)
 from stats.summaries import shared_ranks
 
 HOURS = 30 * 24
@@ -351,6 +358,41 @@ def honest_practice(honest: Honest, practice: int) -> np.ndarray:
 EARLIER_DETECTOR = {"reference_max_sharing": None, "peels": 1}
 
 
+def _with_campaign(honest: Honest, assigned: Assigned, campaign: Campaign, votes: int, *, networks: int):
+    """The honest log with the campaign's first ``votes`` votes, every rater's network and arrival (the
+    attacking raters spread over ``networks`` networks, arriving at the cap's pace from mid-log on), and
+    the number of attacking raters (numbered after the honest ones)."""
+    battle, attacker = campaign.battle[:votes], campaign.rater[:votes]
+    n_attackers = int(attacker.max()) + 1 if votes else 0
+    attack = assigned.log
+    log = VoteLog(
+        np.r_[honest.log.rater, honest.n_raters + attacker],
+        np.r_[honest.log.i, attack.i[battle]],
+        np.r_[honest.log.j, attack.j[battle]],
+        np.r_[honest.log.score, attack.score[battle]],
+    )
+    index = np.arange(n_attackers)
+    network = np.r_[honest.network, -1 - index % networks]
+    per_hour = NEW_RATERS_PER_NETWORK_HOUR * networks
+    arrival = np.r_[honest.arrival, HOURS / 2 * 3600.0 + 3600.0 * index / per_hour]
+    return log, network, arrival, n_attackers
+
+
+def campaign_z(honest: Honest, assigned: Assigned, campaign: Campaign, votes: int, *, networks: int) -> float:
+    """The largest |z| over the check's columns of the campaign's first ``votes`` votes, all its raters
+    judged as one crowd against the check's first fit (the reference raters'): what a check that knew
+    exactly who the attacker was would see. Below the check's threshold, no choice of crowd sees it."""
+    log, network, _, n_attackers = _with_campaign(honest, assigned, campaign, votes, networks=networks)
+    n_raters = honest.n_raters + n_attackers
+    reference = reference_raters(network, n_raters, DEFAULT_REFERENCE_MAX_SHARING)
+    if reference[log.rater].mean() < MIN_REFERENCE_SHARE:  # as the check does
+        reference[:] = True
+    theta, log_nu = populus_fit(log.subset(reference[log.rater]), len(honest.theta))
+    excess, variance = excess_table(log, theta, log_nu, n_raters)
+    crowd = slice(honest.n_raters, None)
+    return float(np.abs(excess[crowd].sum(axis=0) / np.sqrt(variance[crowd].sum(axis=0) + 1.0)).max())
+
+
 def _populus_board(
     honest: Honest,
     assigned: Assigned,
@@ -366,21 +408,7 @@ def _populus_board(
     Returns the board (skills, standard errors), which attacking raters and which honest raters it holds
     out, and the number of attacking raters."""
     n_models = len(honest.theta)
-    battle, attacker = campaign.battle[:votes], campaign.rater[:votes]
-    n_attackers = int(attacker.max()) + 1 if votes else 0
-    rater = honest.n_raters + attacker
-    attack = assigned.log
-    log = VoteLog(
-        np.r_[honest.log.rater, rater],
-        np.r_[honest.log.i, attack.i[battle]],
-        np.r_[honest.log.j, attack.j[battle]],
-        np.r_[honest.log.score, attack.score[battle]],
-    )
-    index = np.arange(n_attackers)
-    network = np.r_[honest.network, -1 - index % networks]
-    per_hour = NEW_RATERS_PER_NETWORK_HOUR * networks
-    start = HOURS / 2 * 3600.0
-    arrival = np.r_[honest.arrival, start + 3600.0 * index / per_hour]
+    log, network, arrival, n_attackers = _with_campaign(honest, assigned, campaign, votes, networks=networks)
     n_raters = honest.n_raters + n_attackers
     detection = raters_hold_out(
         log,
@@ -777,6 +805,7 @@ def run(
                 riggers_held_out_earlier_check=float((held_before & rigged).sum() / max(rigged.sum(), 1)),
                 honest_held_out_earlier_check=float(honest_before.mean()),
                 hours_at_network_cap=float(n_attackers / (NEW_RATERS_PER_NETWORK_HOUR * networks)),
+                campaign_z=campaign_z(honest, assigned, campaign, effective, networks=networks),
             )
             results[f"{name}.{goal}"] = row
             _progress(f"{name}.{goal}", row)

@@ -763,7 +763,7 @@ RIGGING_DIMENSION = "overall"
 RIGGING_UNITS = {
     "rater": "judged alone",
     "network": "judged with the other raters from the same network",
-    "burst": "judged with the other raters who arrived in the same hour",
+    "burst": "judged with the other raters who arrived in the same hour with others from their network",
 }
 
 
@@ -772,6 +772,21 @@ def _btd_counts(log: rigging.VoteLog, n_models: int) -> Counts:
         [np.zeros(len(log)), log.i, log.j, log.score == 1.0, log.score == 0.0, log.score == 0.5]
     )
     return Counts(cells=[()], rows=rows).aggregated(n_models)
+
+
+def rigging_reason(finding: rigging.Finding, model_name: str) -> str:
+    """What staff read on the quality page about why a rater is held out."""
+    direction = "up" if finding.z > 0 else "down"
+    if finding.over_above:
+        moved = f"{model_name} {direction} against the models ranked above it"
+    elif finding.over_neighbours:
+        moved = f"{model_name} {direction} against the two models ranked just above it"
+    else:
+        moved = f"{model_name} {direction}"
+    return (
+        f"Overall verdicts moved {moved} far more than chance "
+        f"(z = {finding.z:.1f}, {RIGGING_UNITS[finding.unit]})."
+    )
 
 
 def raters_rigging_hold_out(*, tournament_id: int) -> int:
@@ -824,17 +839,7 @@ def raters_rigging_hold_out(*, tournament_id: int) -> int:
         rater = raters[rater_ids[index]]
         if rater.held_out_at or rater.restored_by:
             continue
-        name = names.get(model_ids[finding.model], "a model")
-        direction = "up" if finding.z > 0 else "down"
-        moved = (
-            f"{name} {direction} against the models ranked above it"
-            if finding.over_above
-            else f"{name} {direction}"
-        )
-        reason = (
-            f"Overall verdicts moved {moved} far more than chance "
-            f"(z = {finding.z:.1f}, {RIGGING_UNITS[finding.unit]})."
-        )
+        reason = rigging_reason(finding, names.get(model_ids[finding.model], "a model"))
         held += Rater.objects.filter(pk=rater.pk, held_out_at__isnull=True, restored_by="").update(
             held_out_at=now, held_out_reason=reason[:300]
         )

@@ -34,7 +34,9 @@ def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
     rows = {key: value for key, value in figures.items() if isinstance(value, dict) and ".move" not in key}
     assert {key.split(".")[1] for key in rows} == {"one_rank", "top_3"}
     for row in rows.values():
-        assert {"plain_votes", "cost_ratio", "attackers_held_out", "honest_held_out"} <= set(row)
+        assert {"plain_votes", "cost_ratio", "attackers_held_out", "honest_held_out", "campaign_z"} <= set(
+            row
+        )
         assert 0 <= row["attackers_held_out"] <= 1 and 0 <= row["honest_held_out"] <= 1
         assert 0 <= row["attackers_held_out_counted"] <= 1 and 0 <= row["honest_held_out_counted"] <= 1
         assert row["attackers_counted"] <= row["attackers"]
@@ -158,6 +160,24 @@ def test_a_campaign_as_large_as_the_honest_log_holds_out_no_honest_rater_and_mos
     # Judged against a fit of every vote, which the campaign drags, honest crowds looked rigged.
     assert shares["earlier"][1] > 0.05
     assert shares["now"][1] <= 0.01 and shares["now"][0] >= 0.9 > shares["earlier"][0]
+
+
+def test_the_campaign_judged_as_one_crowd_shows_a_large_campaign_and_not_a_few_votes():
+    honest = simulate_honest(n_models=20, n_votes=20_000, seed=0)
+    order = np.argsort(-plain_skills(honest.log, 20))
+    assigned = assigned_stream(
+        "omnipresent",
+        target=int(order[10]),
+        rivals=order[7:10][::-1],
+        accuracy=1.0,
+        theta=honest.theta,
+        length=20_000,
+        seed=2,
+    )
+    campaign = campaign_on_populus(assigned, per_rater=5, practice=1)
+    few = rigging.campaign_z(honest, assigned, campaign, 10, networks=5)
+    many = rigging.campaign_z(honest, assigned, campaign, 3_000, networks=5)
+    assert 0 < few < 5 < 10 < many
 
 
 def test_riggers_are_the_attackers_who_cast_a_counted_vote_of_use():

@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from leaderboard.demo_votes import voted_battles_write
 from leaderboard.models import FitSnapshot
-from leaderboard.services import fits_publish
+from leaderboard.services import fits_publish, rigging_reason
 from raters.models import Rater
+from stats.rigging import Finding
 from tests.helpers import study_manager
 from tests.leaderboard.board_data import raters_in, votes_cast
 from tournaments.models import Battle
@@ -101,3 +102,16 @@ def test_published_boards_leave_practice_battles_out(tournament, study, honest):
     Battle.objects.filter(pk__in=first_battles).update(practice=True)
     fits_publish(tournament_id=tournament.pk)
     assert overall_votes(tournament) == 400 - 40
+
+
+def test_the_reason_staff_read_says_which_models_the_rater_moved_against():
+    neighbours = Finding(3, 5, -6.2, "burst", over_neighbours=True)
+    assert rigging_reason(neighbours, "Llama") == (
+        "Overall verdicts moved Llama down against the two models ranked just above it far more than "
+        "chance (z = -6.2, judged with the other raters who arrived in the same hour with others from "
+        "their network)."
+    )
+    assert "ranked above it" in rigging_reason(Finding(3, 5, 6.0, "rater", over_above=True), "Llama")
+    assert rigging_reason(Finding(3, 5, 6.0, "network"), "Llama").startswith(
+        "Overall verdicts moved Llama up far"
+    )

@@ -151,6 +151,49 @@ def test_it_catches_an_attacker_who_spreads_small_losses_over_every_rival_above_
     assert set(found) == {500} and found[500].over_above
 
 
+def test_it_sums_each_models_excess_over_its_two_neighbours_above_vote_by_vote():
+    rng = np.random.default_rng(7)
+    log = honest_votes(rng, 5, 30)
+    theta = rng.normal(0, 1, N_MODELS)
+    excess, variance = excess_table(log, theta, np.log(0.3), 5)
+    mean, var = expected_scores(theta, np.log(0.3), log.i, log.j)
+    rank = np.argsort(np.argsort(-theta))
+    for m in range(N_MODELS):
+        neighbour = (rank < rank[m]) & (rank >= rank[m] - 2)
+        side = np.where(np.arange(N_MODELS) == m, 1.0, np.where(neighbour, -1.0, 0.0))
+        if rank[m] <= 2:  # nothing beyond its excess over every model above it
+            side[:] = 0.0
+        coef = side[log.i] - side[log.j]
+        for rater in range(5):
+            mine = log.rater == rater
+            assert np.isclose(excess[rater, 2 * N_MODELS + m], (coef * (log.score - mean))[mine].sum())
+            assert np.isclose(variance[rater, 2 * N_MODELS + m], (coef**2 * var)[mine].sum())
+    excess, variance = excess_table(log, theta, np.log(0.3), 5, neighbours=0)
+    assert not excess[:, 2 * N_MODELS :].any() and not variance[:, 2 * N_MODELS :].any()
+
+
+def test_it_catches_a_small_campaign_for_one_rank_that_no_single_model_shows():
+    rng = np.random.default_rng(12)
+    honest = honest_votes(rng, 500, 20)
+    target, neighbours, cover = 6, (5, 4), 80
+    # Nine battles each: the target beats a model below it, and each of the two models just above it
+    # loses to one (each alone z < 4), among 80 honest-looking votes between the top four and the bottom five.
+    campaign_i = np.repeat([target, *neighbours], 9)
+    campaign_score = np.r_[np.ones(9), np.zeros(18)]
+    cover_i, cover_j = rng.integers(0, 4, cover), rng.integers(7, N_MODELS, cover)
+    p = 1 / (1 + np.exp(-(THETA[cover_i] - THETA[cover_j])))
+    rigger = VoteLog(
+        np.full(27 + cover, 500),
+        np.r_[campaign_i, cover_i],
+        np.r_[rng.integers(7, N_MODELS, 27), cover_j],
+        np.r_[campaign_score, (rng.random(cover) < p).astype(float)],
+    )
+    log = joined(honest, rigger)
+    found = raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=501)
+    assert set(found) == {500} and found[500].model == target and found[500].over_neighbours
+    assert not raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=501, neighbours=0)
+
+
 def test_everyone_is_judged_against_a_fit_of_the_raters_nearly_alone_on_their_network():
     rng = np.random.default_rng(9)
     log = honest_votes(rng, 400, 10)
@@ -188,3 +231,20 @@ def test_in_a_flagged_crowd_it_peels_off_each_group_that_pushes_its_own_model():
     peeled = raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=560, network=network)
     assert set(peeled) == set(crowd)
     assert peeled[500].model in (10, 11) and peeled[559].model in (0, 1)
+
+
+def test_in_an_arrival_hour_it_judges_the_raters_who_came_with_others_from_their_own_network():
+    rng = np.random.default_rng(13)
+    target = N_MODELS - 2
+    newcomers = honest_votes(rng, 200, 20)  # alone on their networks, in the same hour as the crowd
+    crowd = np.arange(200, 209)  # three raters on each of three networks, two votes each
+    rater = np.repeat(crowd, 2)
+    opponents = rng.choice([m for m in range(N_MODELS) if m != target], len(rater))
+    sybils = VoteLog(rater, np.full(len(rater), target), opponents, np.ones(len(rater)))
+    network = np.r_[np.arange(200), 1_000 + np.arange(9) % 3]
+    arrival = np.full(209, 3600 * 7 + 1.0)
+    found = raters_judge(
+        joined(newcomers, sybils), theta=THETA, log_nu=-np.inf, n_raters=209, network=network, arrival=arrival
+    )
+    # No network's three raters are enough alone; the honest hour around them would drown them.
+    assert set(found) == set(crowd) and {f.unit for f in found.values()} == {"burst"}

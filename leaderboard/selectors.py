@@ -711,14 +711,15 @@ RIGGING_MEASURED = {
     "models": 60,
     "votes": "200,000",
     "min_cost_ratio": 1.04,
-    "summary": "Moving a mid-table model up one shown rank took 70 to 300 votes on the plain board and 290 "
-    "to 1,220 here (1.0 to 4.8 times) in one simulated log, where the model sat close to the edge of its "
-    "neighbour's interval: the few raters such a campaign needs are not caught, although as many honest "
-    "votes never moved it. Moving it visibly, by one interval width against the model above it, takes 330 "
-    "to 690 votes on the plain board and at least 30 times that here for every attack. Carrying it into "
-    "the top 3 costs at least 5 times more here (at least 30 times when voting for it). Of the attacking "
-    "raters with a counted vote, 98% are held out, and under 1% of honest raters, even when the campaign "
-    "is as large as the honest log.",
+    "summary": "In one simulated log, where a mid-table model sat close to the edge of its neighbour's "
+    "interval, moving it up one shown rank took 70 to 300 votes on the plain board. Here, a campaign against "
+    "its nearest rivals that sends its raters as fast as the network cap allows is seen and held out (over "
+    "30 times the cost); the same campaign sent slowly, one to five new raters per network per hour, still "
+    "moves it for about the same 300 votes unseen, and votes only for it cost 4 times more. Moving it "
+    "visibly, by one interval width against the model above it, takes 330 to 690 votes on the plain board "
+    "and at least 30 times that here for every attack. Carrying it into the top 3 costs at least 5 times "
+    "more here (at least 30 times when voting for it). Of the attacking raters with a counted vote, 98% are "
+    "held out, and under 1% of honest raters, even when the campaign is as large as the honest log.",
 }
 
 

@@ -73,11 +73,10 @@ import numpy as np
 from stats.btd import Counts, fit_bt_plain, fit_btd
 from stats.rigging import (
     DEFAULT_REFERENCE_MAX_SHARING,
-    MIN_REFERENCE_SHARE,
     VoteLog,
     excess_table,
+    fit_reference,
     raters_hold_out,
-    reference_raters,
 )
 from stats.summaries import shared_ranks
 
@@ -384,9 +383,7 @@ def campaign_z(honest: Honest, assigned: Assigned, campaign: Campaign, votes: in
     exactly who the attacker was would see. Below the check's threshold, no choice of crowd sees it."""
     log, network, _, n_attackers = _with_campaign(honest, assigned, campaign, votes, networks=networks)
     n_raters = honest.n_raters + n_attackers
-    reference = reference_raters(network, n_raters, DEFAULT_REFERENCE_MAX_SHARING)
-    if reference[log.rater].mean() < MIN_REFERENCE_SHARE:  # as the check does
-        reference[:] = True
+    reference = fit_reference(log, network, n_raters, DEFAULT_REFERENCE_MAX_SHARING)
     theta, log_nu = populus_fit(log.subset(reference[log.rater]), len(honest.theta))
     excess, variance = excess_table(log, theta, log_nu, n_raters)
     crowd = slice(honest.n_raters, None)

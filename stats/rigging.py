@@ -294,6 +294,17 @@ def reference_raters(network: np.ndarray | None, n_raters: int, max_sharing: int
     return sizes[inverse] <= max_sharing
 
 
+def fit_reference(
+    log: VoteLog, network: np.ndarray | None, n_raters: int, max_sharing: int | None
+) -> np.ndarray:
+    """The raters whose votes the check fits everyone against: the ``reference_raters``, or every rater
+    if those cast fewer than ``MIN_REFERENCE_SHARE`` of the votes."""
+    reference = reference_raters(network, n_raters, max_sharing)
+    if not len(log) or reference[log.rater].mean() < MIN_REFERENCE_SHARE:
+        return np.ones(n_raters, dtype=bool)
+    return reference
+
+
 def raters_hold_out(
     log: VoteLog,
     *,
@@ -308,14 +319,11 @@ def raters_hold_out(
     """Judge, hold out, refit without the held-out raters and judge again (``rounds`` times).
 
     ``fit(log)`` returns ``(theta, log_nu)`` for the votes given; everyone is judged against the fit of
-    the votes still counted from the reference raters (``reference_raters``), so a large campaign cannot
+    the votes still counted from the reference raters (``fit_reference``), so a large campaign cannot
     hide by dragging the fit along with it, nor make honest crowds look rigged against a dragged fit.
-    If the reference raters cast fewer than ``MIN_REFERENCE_SHARE`` of the votes, every rater is one.
     """
     held = np.zeros(n_raters, dtype=bool)
-    reference = reference_raters(network, n_raters, reference_max_sharing)
-    if not len(log) or reference[log.rater].mean() < MIN_REFERENCE_SHARE:
-        reference = np.ones(n_raters, dtype=bool)
+    reference = fit_reference(log, network, n_raters, reference_max_sharing)
     findings: dict[int, Finding] = {}
     for _ in range(rounds):
         theta, log_nu = fit(log.subset(reference[log.rater] & ~held[log.rater]))

@@ -122,20 +122,32 @@ def test_it_spares_honest_newcomers_who_arrive_alone_in_a_flagged_hour():
     assert set(found) == set(crowd)
 
 
-def test_it_sums_each_models_excess_over_the_models_above_it_vote_by_vote():
+def assert_block_sums_vote_by_vote(block: int, side_of) -> tuple:
+    """Each model's column in ``block`` of the excess table is, rater by rater, the sum over their votes
+    of (side[i] - side[j]) times the residual, and its variance that of (side[i] - side[j])^2 times each
+    vote's; ``side_of(m, theta)`` gives that column's side of every model. Returns the log and theta."""
     rng = np.random.default_rng(7)
     log = honest_votes(rng, 5, 30)
     theta = rng.normal(0, 1, N_MODELS)
     excess, variance = excess_table(log, theta, np.log(0.3), 5)
     mean, var = expected_scores(theta, np.log(0.3), log.i, log.j)
-    above = theta[None, :] > theta[:, None]  # above[m, k]: k is ranked above m
     for m in range(N_MODELS):
-        side = np.where(np.arange(N_MODELS) == m, 1.0, np.where(above[m], -1.0, 0.0))
+        side = side_of(m, theta)
         coef = side[log.i] - side[log.j]
         for rater in range(5):
             mine = log.rater == rater
-            assert np.isclose(excess[rater, N_MODELS + m], (coef * (log.score - mean))[mine].sum())
-            assert np.isclose(variance[rater, N_MODELS + m], (coef**2 * var)[mine].sum())
+            column = block * N_MODELS + m
+            assert np.isclose(excess[rater, column], (coef * (log.score - mean))[mine].sum())
+            assert np.isclose(variance[rater, column], (coef**2 * var)[mine].sum())
+    return log, theta
+
+
+def test_it_sums_each_models_excess_over_the_models_above_it_vote_by_vote():
+    def side_of(m, theta):
+        above = theta > theta[m]
+        return np.where(np.arange(N_MODELS) == m, 1.0, np.where(above, -1.0, 0.0))
+
+    assert_block_sums_vote_by_vote(1, side_of)
 
 
 def test_it_catches_an_attacker_who_spreads_small_losses_over_every_rival_above_the_target():
@@ -152,22 +164,14 @@ def test_it_catches_an_attacker_who_spreads_small_losses_over_every_rival_above_
 
 
 def test_it_sums_each_models_excess_over_its_two_neighbours_above_vote_by_vote():
-    rng = np.random.default_rng(7)
-    log = honest_votes(rng, 5, 30)
-    theta = rng.normal(0, 1, N_MODELS)
-    excess, variance = excess_table(log, theta, np.log(0.3), 5)
-    mean, var = expected_scores(theta, np.log(0.3), log.i, log.j)
-    rank = np.argsort(np.argsort(-theta))
-    for m in range(N_MODELS):
-        neighbour = (rank < rank[m]) & (rank >= rank[m] - 2)
-        side = np.where(np.arange(N_MODELS) == m, 1.0, np.where(neighbour, -1.0, 0.0))
+    def side_of(m, theta):
+        rank = np.argsort(np.argsort(-theta))
         if rank[m] <= 2:  # nothing beyond its excess over every model above it
-            side[:] = 0.0
-        coef = side[log.i] - side[log.j]
-        for rater in range(5):
-            mine = log.rater == rater
-            assert np.isclose(excess[rater, 2 * N_MODELS + m], (coef * (log.score - mean))[mine].sum())
-            assert np.isclose(variance[rater, 2 * N_MODELS + m], (coef**2 * var)[mine].sum())
+            return np.zeros(N_MODELS)
+        neighbour = (rank < rank[m]) & (rank >= rank[m] - 2)
+        return np.where(np.arange(N_MODELS) == m, 1.0, np.where(neighbour, -1.0, 0.0))
+
+    log, theta = assert_block_sums_vote_by_vote(2, side_of)
     excess, variance = excess_table(log, theta, np.log(0.3), 5, neighbours=0)
     assert not excess[:, 2 * N_MODELS :].any() and not variance[:, 2 * N_MODELS :].any()
 

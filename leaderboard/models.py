@@ -89,7 +89,8 @@ class FitScore(models.Model):
     score_low = models.FloatField()
     score_high = models.FloatField()
     rank = models.PositiveIntegerField(
-        help_text="Shared: one plus the models whose interval lies wholly above."
+        help_text="Shared: one plus the models whose interval lies wholly above; it rises from the previous "
+        "snapshot's rank only past models overlapping it by the margin (stats.summaries.settled_ranks)."
     )
     rank_low = models.PositiveIntegerField()
     rank_high = models.PositiveIntegerField()

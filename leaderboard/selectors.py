@@ -728,6 +728,7 @@ def rigging_facts() -> dict:
     return {
         "z_threshold": rigging.DEFAULT_Z_THRESHOLD,
         "staff_failure_limit": settings.AXES_FAILURE_LIMIT,
+        "rank_margin_percent": settings.POPULUS_RANK_MARGIN_PERCENT,
         "measured": RIGGING_MEASURED,
     }
 

@@ -5,9 +5,10 @@ from array import array
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
@@ -37,7 +38,7 @@ from stats.posterior import (
     fit_restored,
     skill_and_score_draws,
 )
-from stats.summaries import DrawSummary, draws_summary
+from stats.summaries import DrawSummary, draws_summary, rank_margin, settled_ranks
 from stats.trueskill import TrueSkillParams, rate_outcome
 from tournaments.models import Battle, Dimension, LLMModel, Outcome, Tournament, Vote, VoteChoice
 from tournaments.selectors import tournament_is_imported
@@ -374,6 +375,8 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         else (None, {})
     )
     population, method = _pooled_population(groups_of, group_index)
+    previous = _published_ranks(dimension, model_ids)
+    margin_share = settings.POPULUS_RANK_MARGIN_PERCENT / 100
     # One transaction: readers see a snapshot with all its boards and its posterior, or not at all.
     with transaction.atomic():
         snapshot = FitSnapshot.objects.create(
@@ -382,7 +385,12 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
             first_vote_id=min((r[5] for r in rows), default=None),
             last_vote_id=max((r[6] for r in rows), default=None),
             votes=sum(r[4] for r in rows),
-            settings={"group_prior_sd": FIT_GROUP_PRIOR_SD, "draws": FIT_DRAWS, "pooled": method},
+            settings={
+                "group_prior_sd": FIT_GROUP_PRIOR_SD,
+                "draws": FIT_DRAWS,
+                "pooled": method,
+                "rank_margin": margin_share,
+            },
             tie_parameter=math.exp(fit.log_nu),
             style=style,
         )
@@ -400,12 +408,20 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
                 skills, draws = skill_and_score_draws(board_fit, cells, n_draws=FIT_DRAWS, seed=snapshot.pk)
                 if group_id is None:
                     pooled[style_controlled] = draws
+                summary = draws_summary(draws.point, draws.draws)
+                low, high = summary.low, summary.high
+                rank = settled_ranks(
+                    low,
+                    high,
+                    previous.get((group_id, style_controlled), np.zeros(len(model_ids))),
+                    margin=rank_margin(low, high, margin_share),
+                )
                 FitScore.objects.bulk_create(
                     _fit_scores(
                         snapshot,
                         group_id,
                         model_ids,
-                        draws_summary(draws.point, draws.draws),
+                        replace(summary, rank=rank),
                         arena_ratings(skills.point, skills.draws),
                         style_controlled=style_controlled,
                     )
@@ -428,6 +444,22 @@ def _fit_dimension(tournament: Tournament, dimension: Dimension) -> FitSnapshot:
         )
         _posteriors_prune(dimension)
     return snapshot
+
+
+def _published_ranks(dimension: Dimension, model_ids: list[int]) -> dict[tuple, np.ndarray]:
+    """The ranks the dimension's latest snapshot published, per board (group, style-controlled), in the
+    order of ``model_ids``: what the new snapshot's ranks settle from. 0 where a model was not shown."""
+    latest = FitSnapshot.objects.filter(dimension=dimension).order_by("-created_at", "-pk").first()
+    if latest is None:
+        return {}
+    position = {model_id: index for index, model_id in enumerate(model_ids)}
+    ranks: dict[tuple, np.ndarray] = defaultdict(lambda: np.zeros(len(model_ids), dtype=int))
+    for group_id, style_controlled, model_id, rank in latest.scores.values_list(
+        "group_id", "style_controlled", "model_id", "rank"
+    ):
+        if model_id in position:
+            ranks[(group_id, style_controlled)][position[model_id]] = rank
+    return dict(ranks)
 
 
 def _summed_per_rater_and_pair(votes) -> list[tuple]:

@@ -47,10 +47,35 @@ def field_scores(skills: np.ndarray, log_nu: float | np.ndarray) -> np.ndarray:
     return points / (n - 1)
 
 
-def shared_ranks(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Rank = 1 + the number of models whose interval lies wholly above this one's (low > our high)."""
+def shared_ranks(low: np.ndarray, high: np.ndarray, *, clearance: float = 0.0) -> np.ndarray:
+    """Rank = 1 + the number of models whose interval lies wholly above this one's (low > our high), and
+    by more than ``clearance`` (a negative clearance also counts models overlapping by less than that)."""
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    return 1 + (low[None, :] > high[:, None]).sum(axis=1)
+    return 1 + (low[None, :] - high[:, None] > clearance).sum(axis=1)
+
+
+# The margin a published rank must clear to rise (``settled_ranks``), as a share of the board's median
+# interval width.
+DEFAULT_RANK_MARGIN = 0.25
+
+
+def rank_margin(low: np.ndarray, high: np.ndarray, share: float) -> float:
+    """The margin ``settled_ranks`` asks for, as a ``share`` of the board's typical (median) interval
+    width, so that it scales with what the board can tell apart."""
+    return float(share * np.median(np.asarray(high, dtype=float) - np.asarray(low, dtype=float)))
+
+
+def settled_ranks(low: np.ndarray, high: np.ndarray, previous: np.ndarray, *, margin: float) -> np.ndarray:
+    """Shared ranks that rise only on clear evidence.
+
+    A model never shows a better rank than the plain interval rule gives it (``shared_ranks``), and it
+    rises from its ``previous`` rank only past the models that now overlap it by at least ``margin``: a
+    model lying above it, or overlapping it by less, still counts as above. So a handful of votes that
+    nudge an interval's edge past its neighbour's, honest or rigged, do not lift a model; falling needs
+    no margin, and a model with no previous rank (0: new to the board) gets the plain rule."""
+    plain = shared_ranks(low, high)
+    not_cleared = shared_ranks(low, high, clearance=-margin)
+    return np.maximum(plain, np.minimum(np.asarray(previous, dtype=int), not_cleared))
 
 
 @dataclass(frozen=True)

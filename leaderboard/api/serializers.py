@@ -137,7 +137,9 @@ class BoardEntrySerializer(serializers.Serializer):
         "battle log.",
     )
     rank = serializers.IntegerField(
-        allow_null=True, help_text="Shared rank: one plus the models whose interval lies wholly above."
+        allow_null=True,
+        help_text="Shared rank: one plus the models whose interval lies wholly above; it rises from the "
+        "previous fit's rank only past models that overlap it by the published margin (see the methodology).",
     )
     rank_low = serializers.IntegerField(allow_null=True)
     rank_high = serializers.IntegerField(allow_null=True)

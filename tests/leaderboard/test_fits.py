@@ -8,6 +8,7 @@ import pytest
 from leaderboard.models import FitScore, FitSnapshot
 from leaderboard.services import fits_publish
 from raters.models import Rater
+from stats.summaries import shared_ranks
 from tests.conftest import admitted_rater
 from tournaments.models import Battle, Vote
 from tournaments.quality import rater_exclude_by_staff
@@ -125,3 +126,39 @@ def test_it_publishes_a_tournaments_boards_from_the_admin(client, voting_sample,
     assert response.status_code == 200
     assert "Publishing started for 1 tournament(s)." in response.content.decode()
     assert FitSnapshot.objects.filter(tournament=tournament).count() == tournament.dimensions.count()
+
+
+def _overall(snapshots):
+    return next(snapshot for snapshot in snapshots if snapshot.dimension.slug == "overall")
+
+
+def _ranks(snapshot, **board) -> dict:
+    return dict(FitScore.objects.filter(snapshot=snapshot, **board).values_list("model_id", "rank"))
+
+
+def test_a_published_rank_rises_from_the_previous_snapshots_only_past_the_margin(
+    voting_sample, tournament, settings
+):
+    overall = _overall(fits_publish(tournament_id=tournament.pk))
+    plain = _ranks(overall, group=None)
+    assert sorted(plain.values())[0] == 1
+    assert overall.settings["rank_margin"] == settings.POPULUS_RANK_MARGIN_PERCENT / 100
+    # Say the pooled board had shown every model last (of 3) and one group's board did not exist.
+    FitScore.objects.filter(snapshot=overall, group=None).update(rank=3)
+    group_id = FitScore.objects.filter(snapshot=overall, group__isnull=False).values("group")[:1]
+    FitScore.objects.filter(snapshot=overall, group__in=group_id).delete()
+    # With a margin wider than any gap, no model rises from where it was...
+    settings.POPULUS_RANK_MARGIN_PERCENT = 10_000
+    second = _overall(fits_publish(tournament_id=tournament.pk))
+    assert set(_ranks(second, group=None).values()) == {3}
+    # ...and a board with no ranks before gets the plain interval rule.
+    group_ranks = _ranks(second, group__in=group_id)
+    scores = FitScore.objects.filter(snapshot=second, group__in=group_id).order_by("model_id")
+    expected = shared_ranks([s.score_low for s in scores], [s.score_high for s in scores])
+    assert [group_ranks[s.model_id] for s in scores] == expected.tolist()
+    # With no margin, every board follows the plain rule again.
+    settings.POPULUS_RANK_MARGIN_PERCENT = 0
+    third = _overall(fits_publish(tournament_id=tournament.pk))
+    scores = FitScore.objects.filter(snapshot=third, group=None).order_by("model_id")
+    expected = shared_ranks([s.score_low for s in scores], [s.score_high for s in scores])
+    assert [s.rank for s in scores] == expected.tolist()

@@ -5,6 +5,7 @@ import re
 
 import html5lib
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from leaderboard.boards import boards_site_version_forget
@@ -144,6 +145,7 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
     assert "Held out now: 1 " in defences
     assert f"Study {study.name}: open to anyone; at most 7 new raters per network per hour" in defences
     assert "form honeypot off" in defences and "after 5 wrong passwords" in defences
+    assert "A published rank rises only past models that overlap it by 25% of" in defences
     assert "first 2 battles practice, not counted" in defences
     assert "a proof of effort in the browser (13 zero bits of SHA-256)" in defences
     assert "every rater counts, reconciled with the panel or not" in defences
@@ -153,6 +155,17 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
     )
     cost = text_of(re.search(r'data-testid="rigging-cost".*?</p>', html, re.S).group(0))
     assert f"{RIGGING_MEASURED['min_cost_ratio']:.1f}\u00d7" in cost and RIGGING_MEASURED["date"] in cost
+
+
+def test_the_methodology_page_leaves_out_the_rank_margin_when_it_is_off(client, fitted, settings):
+    settings.POPULUS_RANK_MARGIN_PERCENT = 0
+    html = client.get("/leaderboard/methodology/").content.decode()
+    assert "A published rank rises only past" not in html and "a rank rises from the one" not in html
+    settings.POPULUS_RANK_MARGIN_PERCENT = 40
+    cache.clear()  # the page is cached until the next fit
+    boards_site_version_forget()
+    html = client.get("/leaderboard/methodology/").content.decode()
+    assert "overlap it by at least 40% of the board" in text_of(html)
 
 
 def test_the_methodology_fragment_has_no_page_around_it(client, fitted):

@@ -8,7 +8,7 @@ import pytest
 from bench.fit import fit_benchmark
 from stats.btd import Counts, _hessian, _objective, _problem, fit_bt_logistic, fit_bt_plain, fit_btd
 from stats.posterior import skills_for
-from stats.summaries import field_scores, shared_ranks
+from stats.summaries import field_scores, settled_ranks, shared_ranks
 
 # Two axes of two groups each (0, 1 and 2, 3), every combination, either axis declinable, so that
 # cell () is occupied and theta is pinned by data, not by the priors.
@@ -251,3 +251,20 @@ def test_field_scores_stay_exact_and_finite_at_extreme_skills_and_tie_parameters
         )
         expected = (np.exp(log_points).sum(axis=-1) - 0.5) / 7
         assert np.allclose(field_scores(skills, log_nu), expected, rtol=0, atol=1e-10)
+
+
+def test_settled_ranks_rise_only_when_the_model_above_overlaps_by_the_margin():
+    # Model 0 lies above model 1 by 0.01: the plain rule ranks them 1 and 2.
+    low, high = np.array([0.61, 0.40]), np.array([0.80, 0.60])
+    assert shared_ranks(low, high).tolist() == [1, 2]
+    # Shown 1 and 2 before, model 1 stays second while the two overlap by less than the margin...
+    nudged_high = np.array([0.80, 0.62])
+    assert shared_ranks(low, nudged_high).tolist() == [1, 1]
+    assert settled_ranks(low, nudged_high, [1, 2], margin=0.05).tolist() == [1, 2]
+    # ...and shares rank 1 once they overlap by more.
+    assert settled_ranks(low, np.array([0.80, 0.67]), [1, 2], margin=0.05).tolist() == [1, 1]
+    # Falling needs no margin: shown level before, model 1 is second as soon as the plain rule says so.
+    assert settled_ranks(low, high, [1, 1], margin=0.05).tolist() == [1, 2]
+    # With no margin, or for a model new to the board (previous rank 0), it is the plain rule.
+    assert settled_ranks(low, nudged_high, [1, 2], margin=0.0).tolist() == [1, 1]
+    assert settled_ranks(low, nudged_high, [0, 0], margin=0.05).tolist() == [1, 1]

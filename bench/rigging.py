@@ -18,7 +18,9 @@ accuracy (a wrong guess names another model at random):
 On the plain board a skipped battle costs nothing (Arena lets anyone open battles without voting). On
 Populus the matchmaker assigns each battle and a rater cannot skip one: the next battle waits until the
 current one is voted. The attacker's way round is to leave and enter as a new rater, bounded by the cap on
-new raters per network per hour (reported as hours). With no practice battles that costs no vote, so the
+new raters per network per hour (reported as hours). It chooses its pace (``PACES``): as fast as the cap
+allows, or one new rater per network per hour, which leaves no arrival hour with two of its raters from
+one network for the check to judge together. With no practice battles that costs no vote, so the
 attacker skips as freely as on Arena. With practice battles (each open-link rater's first
 ``PRACTICE_BATTLES``, voted but never counted; the site's default is one), every new rater first pays its
 practice votes, then either leaves at once if its first counted battle is of no use, or votes its next
@@ -27,8 +29,15 @@ those it cannot use. Costs count every vote the attacker casts, practice and cov
 Populus the attacker tries several ``per_rater`` sizes and the cheapest is reported; ``run(practice=0)``
 measures the board without practice battles. Populus's board: the detector of ``stats.rigging`` holds
 raters out (it sees every vote, practice ones included), then a Bradley-Terry-Davidson fit
-(``stats.btd.fit_btd``) on the counted votes of the raters left. Rank is the shared rank each board shows
-(``run(shared=False)``: the order of the point estimates).
+(``stats.btd.fit_btd``) on the counted votes of the raters left. Rank is the rank each board shows
+(``run(shared=False)``: the order of the point estimates): on the plain board the shared rank (1 + the
+models whose 95% interval lies wholly above), on Populus's the settled rank it publishes
+(``stats.summaries.settled_ranks``: it rises from the rank published before the campaign, the unattacked
+board's, only past models that overlap it by ``rank_margin`` of the median interval width; 0 for the plain
+rule). The one-rank goal is measured on the three mid-table targets of the movement measure
+(``ONE_RANK_TARGET_OFFSETS``); an attack's figure is the median over them, its smallest beside it
+(``min_cost_ratio_any_target``). What settling costs readers (``settling_cost``): the honest log published
+once a day as it arrives, how often the settled rank differs from the plain rule and how many ranks move.
 
 Movement, beside the rank steps (``movement``). A mid-table target's neighbours are statistically tied, so
 a one-rank step measures where the nearest interval's edge happens to fall. Movement measures instead how
@@ -78,7 +87,7 @@ from stats.rigging import (
     fit_reference,
     raters_hold_out,
 )
-from stats.summaries import shared_ranks
+from stats.summaries import DEFAULT_RANK_MARGIN, rank_margin, settled_ranks, shared_ranks
 
 HOURS = 30 * 24
 NEW_RATERS_PER_NETWORK_HOUR = 20
@@ -195,12 +204,31 @@ def populus_fit(log: VoteLog, n_models: int) -> tuple[np.ndarray, float]:
     return fit.theta, fit.log_nu
 
 
-def rank_of(skills: np.ndarray, model: int, se: np.ndarray | None = None) -> int:
+def _intervals(board: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A board's (skills, standard errors) as 95% intervals (low, high)."""
+    skills, se = board
+    return skills - 1.96 * se, skills + 1.96 * se
+
+
+def rank_of(
+    skills: np.ndarray,
+    model: int,
+    se: np.ndarray | None = None,
+    *,
+    previous: np.ndarray | None = None,
+    margin_share: float = 0.0,
+) -> int:
     """The model's rank: by point estimate, or, given standard errors, the shared rank a board shows
-    (1 + the models whose 95% interval lies wholly above its own, ``stats.summaries.shared_ranks``)."""
+    (1 + the models whose 95% interval lies wholly above its own, ``stats.summaries.shared_ranks``);
+    given the ranks the board showed before, the settled rank Populus publishes
+    (``stats.summaries.settled_ranks``, its margin ``margin_share`` of the median interval width)."""
     if se is None:
         return int((skills > skills[model]).sum()) + 1
-    return int(shared_ranks(skills - 1.96 * se, skills + 1.96 * se)[model])
+    low, high = _intervals((skills, se))
+    if previous is None:
+        return int(shared_ranks(low, high)[model])
+    margin = rank_margin(low, high, margin_share)
+    return int(settled_ranks(low, high, previous, margin=margin)[model])
 
 
 # --- Attacks -----------------------------------------------------------------------------------------
@@ -357,10 +385,19 @@ def honest_practice(honest: Honest, practice: int) -> np.ndarray:
 EARLIER_DETECTOR = {"reference_max_sharing": None, "peels": 1}
 
 
-def _with_campaign(honest: Honest, assigned: Assigned, campaign: Campaign, votes: int, *, networks: int):
+def _with_campaign(
+    honest: Honest,
+    assigned: Assigned,
+    campaign: Campaign,
+    votes: int,
+    *,
+    networks: int,
+    pace: int = NEW_RATERS_PER_NETWORK_HOUR,
+):
     """The honest log with the campaign's first ``votes`` votes, every rater's network and arrival (the
-    attacking raters spread over ``networks`` networks, arriving at the cap's pace from mid-log on), and
-    the number of attacking raters (numbered after the honest ones)."""
+    attacking raters spread over ``networks`` networks, arriving from mid-log on at ``pace`` new raters
+    per network per hour, at most the cap), and the number of attacking raters (numbered after the
+    honest ones)."""
     battle, attacker = campaign.battle[:votes], campaign.rater[:votes]
     n_attackers = int(attacker.max()) + 1 if votes else 0
     attack = assigned.log
@@ -372,16 +409,26 @@ def _with_campaign(honest: Honest, assigned: Assigned, campaign: Campaign, votes
     )
     index = np.arange(n_attackers)
     network = np.r_[honest.network, -1 - index % networks]
-    per_hour = NEW_RATERS_PER_NETWORK_HOUR * networks
+    per_hour = pace * networks
     arrival = np.r_[honest.arrival, HOURS / 2 * 3600.0 + 3600.0 * index / per_hour]
     return log, network, arrival, n_attackers
 
 
-def campaign_z(honest: Honest, assigned: Assigned, campaign: Campaign, votes: int, *, networks: int) -> float:
+def campaign_z(
+    honest: Honest,
+    assigned: Assigned,
+    campaign: Campaign,
+    votes: int,
+    *,
+    networks: int,
+    pace: int = NEW_RATERS_PER_NETWORK_HOUR,
+) -> float:
     """The largest |z| over the check's columns of the campaign's first ``votes`` votes, all its raters
     judged as one crowd against the check's first fit (the reference raters'): what a check that knew
     exactly who the attacker was would see. Below the check's threshold, no choice of crowd sees it."""
-    log, network, _, n_attackers = _with_campaign(honest, assigned, campaign, votes, networks=networks)
+    log, network, _, n_attackers = _with_campaign(
+        honest, assigned, campaign, votes, networks=networks, pace=pace
+    )
     n_raters = honest.n_raters + n_attackers
     reference = fit_reference(log, network, n_raters, DEFAULT_REFERENCE_MAX_SHARING)
     theta, log_nu = populus_fit(log.subset(reference[log.rater]), len(honest.theta))
@@ -398,14 +445,18 @@ def _populus_board(
     *,
     networks: int,
     practice: int,
+    pace: int = NEW_RATERS_PER_NETWORK_HOUR,
     detector: dict | None = None,
 ):
-    """Populus's published board after the first ``votes`` votes of the campaign: the rigging check
+    """Populus's published board after the first ``votes`` votes of the campaign (its raters arriving at
+    ``pace``; see ``_with_campaign``): the rigging check
     sees every vote, practice ones included; the fit counts the rest of the raters it does not hold out.
     Returns the board (skills, standard errors), which attacking raters and which honest raters it holds
     out, and the number of attacking raters."""
     n_models = len(honest.theta)
-    log, network, arrival, n_attackers = _with_campaign(honest, assigned, campaign, votes, networks=networks)
+    log, network, arrival, n_attackers = _with_campaign(
+        honest, assigned, campaign, votes, networks=networks, pace=pace
+    )
     n_raters = honest.n_raters + n_attackers
     detection = raters_hold_out(
         log,
@@ -448,7 +499,7 @@ def with_counted_vote(rater: np.ndarray, practice: np.ndarray, n_raters: int) ->
 def one_rank_honest_noise(
     honest: Honest, *, rank, sizes, draws: int, seed: int, practice: int, label: str = "noise"
 ) -> list[dict]:
-    """How often fresh honest votes alone move the target's rank, as ``rank(board)`` reads it, on each
+    """How often fresh honest votes alone move the target's rank, as ``rank[board](board)`` reads it, on each
     board: per number of votes, over ``draws`` independent draws of new raters (``with_fresh_honest``),
     the shares of draws that moved it up, down, or either way. The plain board counts every fresh vote;
     Populus's takes them as it takes the honest log (first votes as practice, the check, the fit)."""
@@ -456,7 +507,8 @@ def one_rank_honest_noise(
 
     def ranks(log_and_raters: Honest) -> dict:
         populus, *_ = _populus_board_unattacked(log_and_raters, practice=practice)
-        return {"plain": rank(plain_board(log_and_raters.log, n_models)), "populus": rank(populus)}
+        plain = plain_board(log_and_raters.log, n_models)
+        return {"plain": rank["plain"](plain), "populus": rank["populus"](populus)}
 
     start = ranks(honest)
     rows = []
@@ -568,15 +620,19 @@ def _populus_board_unattacked(honest: Honest, *, practice: int) -> tuple:
     return _populus_board(honest, empty, no_campaign, 0, networks=1, practice=practice)
 
 
-def _cheapest_on_populus(honest, assigned, sizes, *, practice, cap, reaches_with) -> tuple[int | None, int]:
-    """The attacker's cheapest campaign on Populus over its per-rater sizes: votes (None if none within
-    ``cap``) and the size. ``reaches_with(campaign)`` gives the campaign's ``reaches(votes)``."""
-    best: tuple[int | None, int] = (None, sizes[0])
+def _cheapest_on_populus(
+    honest, assigned, sizes, *, paces, practice, cap, reaches_with
+) -> tuple[int | None, int, int]:
+    """The attacker's cheapest campaign on Populus over its per-rater sizes and its paces (new raters per
+    network per hour): votes (None if none within ``cap``), the size and the pace.
+    ``reaches_with(campaign, pace)`` gives the campaign's ``reaches(votes)``."""
+    best: tuple[int | None, int, int] = (None, sizes[0], paces[0])
     for per_rater in sizes:
         campaign = campaign_on_populus(assigned, per_rater=per_rater, practice=practice)
-        cost = _votes_needed(reaches_with(campaign), min(cap, len(campaign.battle)))
-        if cost is not None and (best[0] is None or cost < best[0]):
-            best = (cost, per_rater)
+        for pace in paces:
+            cost = _votes_needed(reaches_with(campaign, pace), min(cap, len(campaign.battle)))
+            if cost is not None and (best[0] is None or cost < best[0]):
+                best = (cost, per_rater, pace)
     return best
 
 
@@ -590,6 +646,7 @@ def movement(
     practice: int,
     limit: int,
     limit_factor: int,
+    paces: tuple[int, ...] = (NEW_RATERS_PER_NETWORK_HOUR,),
 ) -> dict:
     """Per attack: the votes that lift mid-table targets by one interval width of each board (see the
     module docstring), on the plain board and on Populus's, their medians and the paired ratios."""
@@ -629,11 +686,11 @@ def movement(
             populus_above = int(populus_order[int(np.flatnonzero(populus_order == target)[0]) - 1])
 
             def reaches_with(
-                campaign, assigned=assigned, target=target, above=populus_above, networks=networks
+                campaign, pace, assigned=assigned, target=target, above=populus_above, networks=networks
             ):
                 def skills_after(votes: int) -> np.ndarray:
                     board, *_ = _populus_board(
-                        honest, assigned, campaign, votes, networks=networks, practice=practice
+                        honest, assigned, campaign, votes, networks=networks, practice=practice, pace=pace
                     )
                     return board[0]
 
@@ -641,8 +698,8 @@ def movement(
                 return lambda votes: lift(skills_after(votes), target, above, start_gap) >= amount["populus"]
 
             cap = min(limit, limit_factor * (plain_votes or limit))
-            populus_votes, per_rater = _cheapest_on_populus(
-                honest, assigned, sizes, practice=practice, cap=cap, reaches_with=reaches_with
+            populus_votes, per_rater, pace = _cheapest_on_populus(
+                honest, assigned, sizes, paces=paces, practice=practice, cap=cap, reaches_with=reaches_with
             )
             pairs.append(
                 _progress(
@@ -653,6 +710,7 @@ def movement(
                         "populus_votes": populus_votes if populus_votes is not None else cap,
                         "populus_is_lower_bound": populus_votes is None,
                         "populus_per_rater": per_rater,
+                        "populus_pace": pace,
                     },
                 )
             )
@@ -676,6 +734,179 @@ def movement(
     return results
 
 
+def settling_cost(honest: Honest, *, publishes: int, margin_share: float, practice: int) -> dict:
+    """What settled ranks cost the board's readers, on the honest log alone published as it arrives, in
+    ``publishes`` equal steps of time (Populus's fit of the counted votes so far; the check holds out no
+    honest rater without an attack): over the publishes after the first, the share of shown ranks that
+    differ from the plain shared rule and the largest difference, and how many ranks changed (and how
+    many of them rose) from one publish to the next under each rule."""
+    n_models = len(honest.theta)
+    counted = ~honest_practice(honest, practice)
+    arrival = honest.arrival[honest.log.rater]
+    shown = plain_before = None
+    differs, largest, changes, rises = [], 0, {"plain": 0, "settled": 0}, {"plain": 0, "settled": 0}
+    for step in range(1, publishes + 1):
+        log = honest.log.subset(counted & (arrival <= HOURS * 3600.0 * step / publishes))
+        fit = fit_btd(_counts(log, n_models), n_models=n_models, n_groups=0, with_groups=False)
+        low, high = _intervals((fit.theta, fit.theta_se()))
+        plain = shared_ranks(low, high)
+        if shown is None:
+            shown = plain
+        else:
+            settled = settled_ranks(low, high, shown, margin=rank_margin(low, high, margin_share))
+            differs.append(float((settled != plain).mean()))
+            largest = max(largest, int(np.abs(settled - plain).max()))
+            changes["plain"] += int((plain != plain_before).sum())
+            changes["settled"] += int((settled != shown).sum())
+            rises["plain"] += int((plain < plain_before).sum())
+            rises["settled"] += int((settled < shown).sum())
+            shown = settled
+        plain_before = plain
+    return {
+        "publishes": publishes,
+        "shown_differs_from_plain": float(np.mean(differs)),
+        "largest_rank_difference": largest,
+        "rank_changes_plain": changes["plain"],
+        "rank_changes_settled": changes["settled"],
+        "rank_rises_plain": rises["plain"],
+        "rank_rises_settled": rises["settled"],
+    }
+
+
+SETTLING_PUBLISHES = 30  # one a day over the simulated month
+
+
+# The one-rank step is measured, like movement, on several mid-table targets (positions from the middle
+# of the plain board's point-estimate order), the middle one first, as earlier runs measured it alone:
+# one target's step prices where its neighbour's interval edge happens to fall, so an attack's figure is
+# the median over targets, beside the smallest.
+ONE_RANK_TARGET_OFFSETS = (0, -4, 4)
+QUICK_ONE_RANK_TARGET_OFFSETS = (0, 2)
+# New raters per network per hour the one-rank attacker may send: the cap's pace, or one at a time,
+# which leaves no arrival hour with two raters from one network. The top 3 is tried at the cap's pace
+# only: its campaigns need tens of thousands of raters, over a month at that pace already.
+PACES = (NEW_RATERS_PER_NETWORK_HOUR, 1)
+
+
+def _campaign_row(
+    honest: Honest,
+    *,
+    name: str,
+    target: int,
+    rivals: np.ndarray,
+    rank,
+    wanted: dict,
+    paces: tuple[int, ...],
+    seed: int,
+    limit: int,
+    limit_factor: int,
+    practice: int,
+) -> dict:
+    """One attack on one target: the votes that bring each board's rank (``rank[name](board)``) to
+    ``wanted[name]``, their ratio, and the raters held out at the attacker's cheapest Populus campaign."""
+    kind, accuracy, networks, sizes = ATTACKS[name]
+    n_models = len(honest.theta)
+    stream, assigned = _attack_streams(
+        kind,
+        target=target,
+        rivals=rivals,
+        accuracy=accuracy,
+        honest=honest,
+        limit=limit,
+        practice=practice,
+        seed=seed,
+    )
+
+    def plain_reaches(votes: int) -> bool:
+        return rank["plain"](plain_board(_plain_log(honest, stream, votes), n_models)) <= wanted["plain"]
+
+    plain_cost = _votes_needed(plain_reaches, limit)
+    row: dict = {"plain_votes": plain_cost}
+    cap = min(limit, limit_factor * (plain_cost or limit))
+
+    def populus_reaches_with(campaign, pace):
+        def reaches(votes: int) -> bool:
+            board, *_ = _populus_board(
+                honest, assigned, campaign, votes, networks=networks, practice=practice, pace=pace
+            )
+            return rank["populus"](board) <= wanted["populus"]
+
+        return reaches
+
+    cost, per_rater, pace = _cheapest_on_populus(
+        honest, assigned, sizes, paces=paces, practice=practice, cap=cap, reaches_with=populus_reaches_with
+    )
+    campaign = campaign_on_populus(assigned, per_rater=per_rater, practice=practice)
+    if cost is None:
+        effective = min(cap, len(campaign.battle))
+        row.update(populus_votes=None, populus_votes_at_least=effective)
+    else:
+        effective = cost
+        row.update(populus_votes=effective, populus_per_rater=per_rater)
+    board_at = {"networks": networks, "practice": practice, "pace": pace}
+    _, held_attackers, n_attackers, honest_held = _populus_board(
+        honest, assigned, campaign, effective, **board_at
+    )
+    _, held_before, _, honest_before = _populus_board(
+        honest, assigned, campaign, effective, **board_at, detector=EARLIER_DETECTOR
+    )
+    rigged = riggers(assigned, campaign, effective)
+    counted = with_counted_vote(campaign.rater[:effective], campaign.practice[:effective], n_attackers)
+    honest_counted = with_counted_vote(honest.log.rater, honest_practice(honest, practice), honest.n_raters)
+    row.update(
+        cost_ratio=effective / plain_cost if plain_cost else None,
+        cost_ratio_is_lower_bound=cost is None,
+        pace=pace,
+        hours=float(n_attackers / (pace * networks)),
+        attackers=int(n_attackers),
+        attackers_held=int(held_attackers.sum()),
+        attackers_held_out=float(held_attackers.sum() / max(n_attackers, 1)),
+        riggers=int(rigged.sum()),
+        riggers_held=int((held_attackers & rigged).sum()),
+        riggers_held_out=float((held_attackers & rigged).sum() / max(rigged.sum(), 1)),
+        attackers_counted=int(counted.sum()),
+        attackers_counted_held=int((held_attackers & counted).sum()),
+        attackers_held_out_counted=float((held_attackers & counted).sum() / max(counted.sum(), 1)),
+        honest_held_out=float(honest_held.mean()),
+        honest_held_out_counted=float(honest_held[honest_counted].mean()),
+        attackers_held_earlier_check=int(held_before.sum()),
+        attackers_held_out_earlier_check=float(held_before.sum() / max(n_attackers, 1)),
+        riggers_held_out_earlier_check=float((held_before & rigged).sum() / max(rigged.sum(), 1)),
+        honest_held_out_earlier_check=float(honest_before.mean()),
+        campaign_z=campaign_z(honest, assigned, campaign, effective, networks=networks, pace=pace),
+    )
+    return row
+
+
+def _over_targets(rows: list[dict]) -> dict:
+    """One attack's one-rank figures over its targets: the medians of the votes and of the paired
+    ratios, the smallest ratio, how many Populus figures are lower bounds (the campaign reached the cap),
+    and the held-out shares of every target's campaign together."""
+    ratios = [row["cost_ratio"] for row in rows if row["cost_ratio"] is not None]
+    plain = [row["plain_votes"] for row in rows if row["plain_votes"]]
+    populus = [row["populus_votes"] or row["populus_votes_at_least"] for row in rows]
+
+    def share(held: str, of: str) -> float:
+        return float(sum(row[held] for row in rows) / max(1, sum(row[of] for row in rows)))
+
+    return {
+        "plain_votes": float(np.median(plain)) if plain else None,
+        "populus_votes": float(np.median(populus)),
+        "cost_ratio": float(np.median(ratios)) if ratios else None,
+        "cost_ratio_min": min(ratios, default=None),
+        "populus_lower_bounds": sum(row["cost_ratio_is_lower_bound"] for row in rows),
+        "attackers": sum(row["attackers"] for row in rows),
+        "attackers_held_out": share("attackers_held", "attackers"),
+        "riggers_held_out": share("riggers_held", "riggers"),
+        "attackers_counted": sum(row["attackers_counted"] for row in rows),
+        "attackers_held_out_counted": share("attackers_counted_held", "attackers_counted"),
+        "honest_held_out": max(row["honest_held_out"] for row in rows),
+        "honest_held_out_counted": max(row["honest_held_out_counted"] for row in rows),
+        "campaign_z": max(row["campaign_z"] for row in rows),
+        "targets": rows,
+    }
+
+
 # The honest noise floor of the one-rank step: fresh honest votes, besides the one-rank campaigns' costs.
 NOISE_SIZES = (30, 100, 300, 1_000, 3_000)
 NOISE_DRAWS = 40
@@ -693,155 +924,119 @@ def run(
     practice: int = PRACTICE_BATTLES,
     shared: bool = True,
     measure_movement: bool = True,
+    paces: tuple[int, ...] = PACES,
+    rank_margin: float = DEFAULT_RANK_MARGIN,
 ) -> dict:
     """Per attack and goal: votes needed on each board, their ratio, and the raters held out. Ranks are
-    the shared ranks each board shows (``shared``), else the order of the point estimates."""
+    the shared ranks each board shows (``shared``), else the order of the point estimates. Populus shows
+    settled ranks (``rank_margin`` of the median interval width; 0, the plain shared rank), the board as
+    published before the campaign (the unattacked one) giving the ranks they settle from."""
     started = time.perf_counter()
     if quick:
         n_models, n_votes = 20, 20_000
     honest = simulate_honest(n_models=n_models, n_votes=n_votes, seed=seed)
     clean_plain = plain_skills(honest.log, n_models)
     order = np.argsort(-clean_plain)
-    target = int(order[n_models // 2])
+    clean_boards = {"plain": plain_board(honest.log, n_models)}
+    clean_boards["populus"], _, _, honest_held_clean = _populus_board_unattacked(honest, practice=practice)
 
-    def rank(board: tuple[np.ndarray, np.ndarray]) -> int:
-        return rank_of(board[0], target, board[1] if shared else None)
+    published = shared_ranks(*_intervals(clean_boards["populus"]))
 
-    clean_populus, _, _, honest_held_clean = _populus_board_unattacked(honest, practice=practice)
+    def ranker(target: int) -> dict:
+        if not shared:
+            return {board: lambda shown: rank_of(shown[0], target) for board in clean_boards}
+        return {
+            "plain": lambda shown: rank_of(shown[0], target, shown[1]),
+            "populus": lambda shown: rank_of(
+                shown[0], target, shown[1], previous=published, margin_share=rank_margin
+            ),
+        }
+
+    middle = ranker(int(order[n_models // 2]))
     honest_counted = with_counted_vote(honest.log.rater, honest_practice(honest, practice), honest.n_raters)
-    start = {"plain": rank(plain_board(honest.log, n_models)), "populus": rank(clean_populus)}
-    point_rank = rank_of(clean_plain, target)
     results: dict = {
         "models": n_models,
         "honest_votes": n_votes,
         "honest_raters": honest.n_raters,
         "rank_rule": "shared rank (95% intervals)" if shared else "point estimate",
-        "target_rank_plain": start["plain"],
-        "target_rank_populus": start["populus"],
+        "target_rank_plain": middle["plain"](clean_boards["plain"]),
+        "target_rank_populus": middle["populus"](clean_boards["populus"]),
         "practice_battles": practice,
+        "paces": list(paces),
+        "rank_margin": rank_margin,
         "honest_votes_in_practice": float(honest_practice(honest, practice).mean()),
         "honest_held_out_without_attack": float(honest_held_clean.mean()),
         "honest_raters_counted": int(honest_counted.sum()),
     }
-    attacks = dict(list(ATTACKS.items())[::2]) if quick else ATTACKS
-    ratios, caught, honest_shares = [], [], [float(honest_held_clean.mean())]
-    caught_before, honest_before_shares, caught_riggers = [], [], []
-    caught_counted, honest_counted_shares = [], [float(honest_held_clean[honest_counted].mean())]
-    for name, (kind, accuracy, networks, sizes) in attacks.items():
+    attacks = list(ATTACKS)[::2] if quick else list(ATTACKS)
+    offsets = QUICK_ONE_RANK_TARGET_OFFSETS if quick else ONE_RANK_TARGET_OFFSETS
+    limit = 2_000 if quick else 200_000
+    rows = []
+    for name in attacks:
         for goal in ("one_rank", "top_3"):
-            wanted = {board: first - 1 if goal == "one_rank" else 3 for board, first in start.items()}
-            above = order[: point_rank - 1]
-            rivals = above[::-1][:3] if goal == "one_rank" else above[::-1]
-            limit = 2_000 if quick else 200_000
-            stream, assigned = _attack_streams(
-                kind,
-                target=target,
-                rivals=rivals,
-                accuracy=accuracy,
-                honest=honest,
-                limit=limit,
-                practice=practice,
-                seed=seed + 1,
-            )
+            goal_rows = []
+            for index, offset in enumerate(offsets if goal == "one_rank" else (0,)):
+                position = n_models // 2 + offset
+                rank = ranker(int(order[position]))
+                start = {board: rank[board](clean) for board, clean in clean_boards.items()}
+                wanted = {board: first - 1 if goal == "one_rank" else 3 for board, first in start.items()}
+                row = _campaign_row(
+                    honest,
+                    name=name,
+                    target=int(order[position]),
+                    rivals=order[:position][::-1][:3] if goal == "one_rank" else order[:position][::-1],
+                    rank=rank,
+                    wanted=wanted,
+                    paces=paces if goal == "one_rank" else paces[:1],
+                    seed=seed + 1 + 1_000 * index,
+                    limit=limit,
+                    limit_factor=limit_factor,
+                    practice=practice,
+                )
+                row = {"target_position": position + 1, "target_rank_at_start": start, **row}
+                goal_rows.append(_progress(f"{name}.{goal}", row))
+            rows += goal_rows
+            results[f"{name}.{goal}"] = _over_targets(goal_rows) if goal == "one_rank" else goal_rows[0]
 
-            def plain_reaches(votes: int, stream=stream, wanted=wanted) -> bool:
-                return rank(plain_board(_plain_log(honest, stream, votes), n_models)) <= wanted["plain"]
+    def worst_ratio(figures) -> float | None:
+        ratios = [row["cost_ratio"] for key, row in figures if ATTACKS[key][1] < 1.0]
+        return min((ratio for ratio in ratios if ratio is not None), default=None)
 
-            plain_cost = _votes_needed(plain_reaches, limit)
-            row = {"plain_votes": plain_cost}
-            cap = min(limit, limit_factor * (plain_cost or limit))
-
-            def populus_reaches_with(campaign, assigned=assigned, wanted=wanted, networks=networks):
-                def reaches(votes: int) -> bool:
-                    board, *_ = _populus_board(
-                        honest, assigned, campaign, votes, networks=networks, practice=practice
-                    )
-                    return rank(board) <= wanted["populus"]
-
-                return reaches
-
-            cost, per_rater = _cheapest_on_populus(
-                honest, assigned, sizes, practice=practice, cap=cap, reaches_with=populus_reaches_with
-            )
-            campaign = campaign_on_populus(assigned, per_rater=per_rater, practice=practice)
-            if cost is None:
-                effective = min(cap, len(campaign.battle))
-                row.update(populus_votes=None, populus_votes_at_least=effective)
-            else:
-                effective = cost
-                row.update(populus_votes=effective, populus_per_rater=per_rater)
-            _, held_attackers, n_attackers, honest_held = _populus_board(
-                honest, assigned, campaign, effective, networks=networks, practice=practice
-            )
-            _, held_before, _, honest_before = _populus_board(
-                honest,
-                assigned,
-                campaign,
-                effective,
-                networks=networks,
-                practice=practice,
-                detector=EARLIER_DETECTOR,
-            )
-            rigged = riggers(assigned, campaign, effective)
-            counted = with_counted_vote(
-                campaign.rater[:effective], campaign.practice[:effective], n_attackers
-            )
-            ratio = effective / plain_cost if plain_cost else None
-            row.update(
-                cost_ratio=ratio,
-                cost_ratio_is_lower_bound=cost is None,
-                attackers=int(n_attackers),
-                attackers_held_out=float(held_attackers.sum() / max(n_attackers, 1)),
-                riggers=int(rigged.sum()),
-                riggers_held_out=float((held_attackers & rigged).sum() / max(rigged.sum(), 1)),
-                attackers_counted=int(counted.sum()),
-                attackers_held_out_counted=float((held_attackers & counted).sum() / max(counted.sum(), 1)),
-                honest_held_out=float(honest_held.mean()),
-                honest_held_out_counted=float(honest_held[honest_counted].mean()),
-                attackers_held_out_earlier_check=float(held_before.sum() / max(n_attackers, 1)),
-                riggers_held_out_earlier_check=float((held_before & rigged).sum() / max(rigged.sum(), 1)),
-                honest_held_out_earlier_check=float(honest_before.mean()),
-                hours_at_network_cap=float(n_attackers / (NEW_RATERS_PER_NETWORK_HOUR * networks)),
-                campaign_z=campaign_z(honest, assigned, campaign, effective, networks=networks),
-            )
-            results[f"{name}.{goal}"] = row
-            _progress(f"{name}.{goal}", row)
-            if ratio is not None and accuracy < 1.0:
-                ratios.append(ratio)
-            caught.append((held_attackers.sum(), n_attackers))
-            caught_before.append((held_before.sum(), n_attackers))
-            caught_riggers.append(((held_attackers & rigged).sum(), rigged.sum()))
-            caught_counted.append(((held_attackers & counted).sum(), counted.sum()))
-            honest_shares.append(float(honest_held.mean()))
-            honest_counted_shares.append(float(honest_held[honest_counted].mean()))
-            honest_before_shares.append(float(honest_before.mean()))
-    results["min_cost_ratio"] = min(ratios) if ratios else None
-    results["attackers_held_out"] = float(sum(c for c, _ in caught) / max(1, sum(n for _, n in caught)))
-    results["honest_held_out"] = max(honest_shares)
-    results["riggers_held_out"] = float(
-        sum(c for c, _ in caught_riggers) / max(1, sum(n for _, n in caught_riggers))
+    per_attack = [(key.split(".")[0], row) for key, row in results.items() if isinstance(row, dict)]
+    results["min_cost_ratio"] = worst_ratio(per_attack)
+    results["min_cost_ratio_any_target"] = worst_ratio(
+        [(key, target) for key, row in per_attack for target in row.get("targets", [row])]
     )
-    results["attackers_held_out_counted"] = float(
-        sum(c for c, _ in caught_counted) / max(1, sum(n for _, n in caught_counted))
+
+    def share(held: str, of: str) -> float:
+        return float(sum(row[held] for row in rows) / max(1, sum(row[of] for row in rows)))
+
+    results["attackers_held_out"] = share("attackers_held", "attackers")
+    results["riggers_held_out"] = share("riggers_held", "riggers")
+    results["attackers_held_out_counted"] = share("attackers_counted_held", "attackers_counted")
+    results["attackers_held_out_earlier_check"] = share("attackers_held_earlier_check", "attackers")
+    results["honest_held_out"] = max(
+        [float(honest_held_clean.mean())] + [row["honest_held_out"] for row in rows]
     )
-    results["honest_held_out_counted"] = max(honest_counted_shares)
+    results["honest_held_out_counted"] = max(
+        [float(honest_held_clean[honest_counted].mean())] + [row["honest_held_out_counted"] for row in rows]
+    )
+    results["honest_held_out_earlier_check"] = max(row["honest_held_out_earlier_check"] for row in rows)
     # Is the one-rank step within what honest votes alone do? Fresh honest votes in the numbers the
-    # one-rank campaigns cost on the plain board, and around them.
+    # middle target's one-rank campaigns cost on the plain board, and around them.
     one_rank_costs = {
-        row["plain_votes"] for key, row in results.items() if key.endswith(".one_rank") and row["plain_votes"]
+        row["targets"][0]["plain_votes"]
+        for key, row in results.items()
+        if key.endswith(".one_rank") and row["targets"][0]["plain_votes"]
     }
     results["one_rank_honest_noise"] = one_rank_honest_noise(
         honest,
-        rank=rank,
+        rank=middle,
         sizes=sorted(one_rank_costs | set(QUICK_NOISE_SIZES if quick else NOISE_SIZES)),
         draws=QUICK_NOISE_DRAWS if quick else NOISE_DRAWS,
         seed=seed,
         practice=practice,
     )
-    results["attackers_held_out_earlier_check"] = float(
-        sum(c for c, _ in caught_before) / max(1, sum(n for _, n in caught_before))
-    )
-    results["honest_held_out_earlier_check"] = max(honest_before_shares, default=0.0)
     if measure_movement:
         results.update(
             movement(
@@ -853,7 +1048,11 @@ def run(
                 practice=practice,
                 limit=2_000 if quick else 200_000,
                 limit_factor=limit_factor,
+                paces=paces,
             )
         )
+    results["settling"] = settling_cost(
+        honest, publishes=SETTLING_PUBLISHES, margin_share=rank_margin, practice=practice
+    )
     results["seconds"] = time.perf_counter() - started
     return results

@@ -41,8 +41,18 @@ def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
         assert 0 <= row["attackers_held_out_counted"] <= 1 and 0 <= row["honest_held_out_counted"] <= 1
         assert row["attackers_counted"] <= row["attackers"]
     assert figures["honest_raters_counted"] < figures["honest_raters"]
+    for key, row in rows.items():
+        if key.endswith(".one_rank"):
+            targets = row["targets"]
+            assert len(targets) == len(rigging.QUICK_ONE_RANK_TARGET_OFFSETS)
+            assert {target["pace"] for target in targets} <= set(rigging.PACES) == set(figures["paces"])
+            assert row["attackers"] == sum(target["attackers"] for target in targets)
+            assert row["cost_ratio_min"] <= row["cost_ratio"]
+    assert figures["min_cost_ratio_any_target"] <= figures["min_cost_ratio"]
     noise = figures["one_rank_honest_noise"]
-    one_rank_costs = {row["plain_votes"] for key, row in rows.items() if key.endswith(".one_rank")} - {None}
+    one_rank_costs = {
+        row["targets"][0]["plain_votes"] for key, row in rows.items() if key.endswith(".one_rank")
+    } - {None}
     assert one_rank_costs <= {row["votes"] for row in noise}
     for row in noise:
         assert row["draws"] == rigging.QUICK_NOISE_DRAWS
@@ -218,7 +228,7 @@ def test_honest_votes_move_the_target_rank_never_when_none_are_added_and_always_
     target = int(np.argsort(-plain_skills(honest.log, 10))[5])
     rows = rigging.one_rank_honest_noise(
         honest,
-        rank=lambda board: rank_of(board[0], target, board[1]),
+        rank={name: lambda board: rank_of(board[0], target, board[1]) for name in ("plain", "populus")},
         sizes=(0, 20_000),
         draws=3,
         seed=1,
@@ -246,3 +256,32 @@ def test_the_counted_shares_leave_out_raters_who_voted_only_practice_battles():
     honest_counted = rigging.with_counted_vote(honest.log.rater, honest_practice(honest, 1), honest.n_raters)
     assert (honest_counted == (np.bincount(honest.log.rater) > 1)).all()
     assert rigging.with_counted_vote(honest.log.rater, honest_practice(honest, 0), honest.n_raters).all()
+
+
+def test_a_patient_attacker_sends_one_new_rater_per_network_per_hour_and_a_hasty_one_the_cap():
+    honest = simulate_honest(n_models=10, n_votes=2_000, seed=4)
+    theta = np.linspace(1, -1, 10)
+    assigned = assigned_stream(
+        "target_only", target=5, rivals=np.array([4]), accuracy=1.0, theta=theta, length=3_000, seed=3
+    )
+    campaign = campaign_on_populus(assigned, per_rater=1, practice=1)
+    votes = len(campaign.battle)
+    for pace, per_network_hour in ((1, 1), (rigging.NEW_RATERS_PER_NETWORK_HOUR, 20)):
+        _, network, arrival, n_attackers = rigging._with_campaign(
+            honest, assigned, campaign, votes, networks=5, pace=pace
+        )
+        attackers = slice(honest.n_raters, None)
+        hour = (arrival[attackers] // 3600).astype(int)
+        busiest = np.unique(np.c_[network[attackers], hour], axis=0, return_counts=True)[1].max()
+        assert busiest == per_network_hour
+        assert n_attackers > 100 and len(np.unique(network[attackers])) == 5
+
+
+def test_settling_ranks_costs_nothing_without_a_margin_and_stops_every_rise_with_a_huge_one():
+    honest = simulate_honest(n_models=12, n_votes=6_000, seed=2)
+    plain = rigging.settling_cost(honest, publishes=6, margin_share=0.0, practice=1)
+    assert plain["shown_differs_from_plain"] == 0 and plain["largest_rank_difference"] == 0
+    assert plain["rank_changes_settled"] == plain["rank_changes_plain"] > 0
+    assert plain["rank_rises_settled"] == plain["rank_rises_plain"] > 0
+    stuck = rigging.settling_cost(honest, publishes=6, margin_share=100.0, practice=1)
+    assert stuck["rank_rises_settled"] == 0 < stuck["shown_differs_from_plain"]

@@ -33,11 +33,12 @@ raters out (it sees every vote, practice ones included), then a Bradley-Terry-Da
 (``run(shared=False)``: the order of the point estimates): on the plain board the shared rank (1 + the
 models whose 95% interval lies wholly above), on Populus's the settled rank it publishes
 (``stats.summaries.settled_ranks``: it rises from the rank published before the campaign, the unattacked
-board's, only past models that overlap it by ``rank_margin`` of the median interval width; 0 for the plain
-rule). The one-rank goal is measured on the three mid-table targets of the movement measure
-(``ONE_RANK_TARGET_OFFSETS``); an attack's figure is the median over them, its smallest beside it
-(``min_cost_ratio_any_target``). What settling costs readers (``settling_cost``): the honest log published
-once a day as it arrives, how often the settled rank differs from the plain rule and how many ranks move.
+board's, only past models that overlap it by ``rank_margin_share`` of the median interval width, the
+site's by default; 0 for the plain rule). The one-rank goal is measured on the three mid-table targets
+of the movement measure (``ONE_RANK_TARGET_OFFSETS``); an attack's figure is the median over them, its
+smallest beside it (``min_cost_ratio_any_target``). What settling costs readers (``settling_cost``): the
+honest log published once a day as it arrives, how often the settled rank differs from the plain rule
+and how many ranks move.
 
 Movement, beside the rank steps (``movement``). A mid-table target's neighbours are statistically tied, so
 a one-rank step measures where the nearest interval's edge happens to fall. Movement measures instead how
@@ -78,6 +79,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 
 from stats.btd import Counts, fit_bt_plain, fit_btd
 from stats.rigging import (
@@ -87,7 +89,7 @@ from stats.rigging import (
     fit_reference,
     raters_hold_out,
 )
-from stats.summaries import DEFAULT_RANK_MARGIN, rank_margin, settled_ranks, shared_ranks
+from stats.summaries import rank_margin, settled_ranks, shared_ranks
 
 HOURS = 30 * 24
 NEW_RATERS_PER_NETWORK_HOUR = 20
@@ -533,12 +535,13 @@ def one_rank_honest_noise(
 
 
 def _votes_needed(reaches, limit: int) -> int | None:
-    """Fewest votes for which ``reaches(votes)`` holds, by doubling then bisection (None past limit)."""
-    low, high = 0, 16
+    """Fewest votes for which ``reaches(votes)`` holds, by doubling then bisection; None if not even at
+    ``limit`` itself (the last step is the limit, so a None is a lower bound checked at the limit)."""
+    low, high = 0, min(16, limit)
     while not reaches(high):
-        low, high = high, high * 2
-        if high > limit:
+        if high >= limit:
             return None
+        low, high = high, min(high * 2, limit)
     while high - low > max(1, high // 50):
         middle = (low + high) // 2
         if reaches(middle):
@@ -925,13 +928,16 @@ def run(
     shared: bool = True,
     measure_movement: bool = True,
     paces: tuple[int, ...] = PACES,
-    rank_margin: float = DEFAULT_RANK_MARGIN,
+    rank_margin_share: float | None = None,
 ) -> dict:
     """Per attack and goal: votes needed on each board, their ratio, and the raters held out. Ranks are
     the shared ranks each board shows (``shared``), else the order of the point estimates. Populus shows
-    settled ranks (``rank_margin`` of the median interval width; 0, the plain shared rank), the board as
-    published before the campaign (the unattacked one) giving the ranks they settle from."""
+    settled ranks (``rank_margin_share`` of the median interval width: by default the site's
+    ``POPULUS_RANK_MARGIN_PERCENT``; 0, the plain shared rank), the board as published before the campaign
+    (the unattacked one) giving the ranks they settle from."""
     started = time.perf_counter()
+    if rank_margin_share is None:
+        rank_margin_share = settings.POPULUS_RANK_MARGIN_PERCENT / 100
     if quick:
         n_models, n_votes = 20, 20_000
     honest = simulate_honest(n_models=n_models, n_votes=n_votes, seed=seed)
@@ -948,7 +954,7 @@ def run(
         return {
             "plain": lambda shown: rank_of(shown[0], target, shown[1]),
             "populus": lambda shown: rank_of(
-                shown[0], target, shown[1], previous=published, margin_share=rank_margin
+                shown[0], target, shown[1], previous=published, margin_share=rank_margin_share
             ),
         }
 
@@ -963,7 +969,7 @@ def run(
         "target_rank_populus": middle["populus"](clean_boards["populus"]),
         "practice_battles": practice,
         "paces": list(paces),
-        "rank_margin": rank_margin,
+        "rank_margin": rank_margin_share,
         "honest_votes_in_practice": float(honest_practice(honest, practice).mean()),
         "honest_held_out_without_attack": float(honest_held_clean.mean()),
         "honest_raters_counted": int(honest_counted.sum()),
@@ -1052,7 +1058,7 @@ def run(
             )
         )
     results["settling"] = settling_cost(
-        honest, publishes=SETTLING_PUBLISHES, margin_share=rank_margin, practice=practice
+        honest, publishes=SETTLING_PUBLISHES, margin_share=rank_margin_share, practice=practice
     )
     results["seconds"] = time.perf_counter() - started
     return results

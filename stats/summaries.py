@@ -54,11 +54,6 @@ def shared_ranks(low: np.ndarray, high: np.ndarray, *, clearance: float = 0.0) -
     return 1 + (low[None, :] - high[:, None] > clearance).sum(axis=1)
 
 
-# The margin a published rank must clear to rise (``settled_ranks``), as a share of the board's median
-# interval width.
-DEFAULT_RANK_MARGIN = 0.25
-
-
 def rank_margin(low: np.ndarray, high: np.ndarray, share: float) -> float:
     """The margin ``settled_ranks`` asks for, as a ``share`` of the board's typical (median) interval
     width, so that it scales with what the board can tell apart."""

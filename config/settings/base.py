@@ -198,9 +198,9 @@ POPULUS_PROVISIONAL_BATTLES = env_int("POPULUS_PROVISIONAL_BATTLES", 30)
 # A board announces its leader only once it has counted this many battles (stats.announce): P(best)
 # read again and again as the votes come in crosses the threshold by chance too often early on.
 POPULUS_MIN_ANNOUNCE_BATTLES = env_int("POPULUS_MIN_ANNOUNCE_BATTLES", 300)
-# A published shared rank moves only when an interval clears or overlaps its neighbour's by this share of
-# the board's median interval width (stats.summaries.settled_ranks), in percent: a few votes that nudge an
-# interval's edge past its neighbour's, honest or rigged, do not change a rank. 0: the plain rule.
+# A published shared rank rises from the previous snapshot's only past models that overlap it by this
+# share of the board's median interval width, in percent (stats.summaries.settled_ranks): a few votes that
+# nudge an interval's edge past its neighbour's, honest or rigged, do not lift a model. 0: the plain rule.
 POPULUS_RANK_MARGIN_PERCENT = env_int("POPULUS_RANK_MARGIN_PERCENT", 25)
 
 # REST API (config/api.py): JSON only, one error shape, strict pagination, anonymous reads throttled per

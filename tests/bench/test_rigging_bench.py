@@ -31,7 +31,10 @@ def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
         "honest_held_out_counted",
     ):
         assert figures[key] >= 0
-    rows = {key: value for key, value in figures.items() if isinstance(value, dict) and ".move" not in key}
+    rows = {key: value for key, value in figures.items() if key.endswith((".one_rank", ".top_3"))}
+    settling = figures["settling"]
+    assert settling["publishes"] == rigging.SETTLING_PUBLISHES
+    assert settling["rank_rises_settled"] <= settling["rank_rises_plain"]
     assert {key.split(".")[1] for key in rows} == {"one_rank", "top_3"}
     for row in rows.values():
         assert {"plain_votes", "cost_ratio", "attackers_held_out", "honest_held_out", "campaign_z"} <= set(
@@ -145,6 +148,9 @@ def test_votes_to_move_finds_a_known_shift_whether_the_target_rises_or_its_rival
     assert 98 <= votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=10_000) <= 102
     assert 49 <= votes_to_move(rival_falls, target=2, above=1, amount=0.1, limit=10_000) <= 51
     assert votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=50) is None
+    # A limit between two doublings (64 and 128 votes) is itself tried: "not within the limit" holds at it.
+    assert 98 <= votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=120) <= 102
+    assert votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=99) is None
 
 
 def test_a_campaign_as_large_as_the_honest_log_holds_out_no_honest_rater_and_most_attackers():

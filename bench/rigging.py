@@ -789,6 +789,9 @@ QUICK_ONE_RANK_TARGET_OFFSETS = (0, 2)
 # which leaves no arrival hour with two raters from one network. The top 3 is tried at the cap's pace
 # only: its campaigns need tens of thousands of raters, over a month at that pace already.
 PACES = (NEW_RATERS_PER_NETWORK_HOUR, 1)
+# Votes a campaign may cast: 200,000 (the honest log's size) for one rank; twice that for the top 3, whose
+# plain cost reaches 37,000 votes, so that a campaign not there within the limit costs 10 times more.
+TOP_3_LIMIT = 400_000
 
 
 def _campaign_row(
@@ -976,7 +979,7 @@ def run(
     }
     attacks = list(ATTACKS)[::2] if quick else list(ATTACKS)
     offsets = QUICK_ONE_RANK_TARGET_OFFSETS if quick else ONE_RANK_TARGET_OFFSETS
-    limit = 2_000 if quick else 200_000
+    limits = {"one_rank": 2_000, "top_3": 4_000} if quick else {"one_rank": 200_000, "top_3": TOP_3_LIMIT}
     rows = []
     for name in attacks:
         for goal in ("one_rank", "top_3"):
@@ -995,7 +998,7 @@ def run(
                     wanted=wanted,
                     paces=paces if goal == "one_rank" else paces[:1],
                     seed=seed + 1 + 1_000 * index,
-                    limit=limit,
+                    limit=limits[goal],
                     limit_factor=limit_factor,
                     practice=practice,
                 )
@@ -1052,7 +1055,7 @@ def run(
                 offsets=QUICK_MOVE_TARGET_OFFSETS if quick else MOVE_TARGET_OFFSETS,
                 seed=seed,
                 practice=practice,
-                limit=2_000 if quick else 200_000,
+                limit=limits["one_rank"],
                 limit_factor=limit_factor,
                 paces=paces,
             )

@@ -54,6 +54,7 @@ DEFAULT_MIN_VOTES = 20
 DEFAULT_BURST_SECONDS = 3600.0
 DEFAULT_REFERENCE_MAX_SHARING = 3
 MIN_REFERENCE_SHARE = 0.3
+MIN_REFERENCE_VOTES_PER_MODEL = 500
 DEFAULT_PEELS = 10
 DEFAULT_NEIGHBOURS = 2
 
@@ -298,9 +299,16 @@ def fit_reference(
     log: VoteLog, network: np.ndarray | None, n_raters: int, max_sharing: int | None
 ) -> np.ndarray:
     """The raters whose votes the check fits everyone against: the ``reference_raters``, or every rater
-    if those cast fewer than ``MIN_REFERENCE_SHARE`` of the votes."""
+    if those cast too few votes for a fit to judge crowds by: under ``MIN_REFERENCE_SHARE`` of the votes
+    and under ``MIN_REFERENCE_VOTES_PER_MODEL`` a model. The second floor is absolute so that a campaign
+    cannot switch the check to a fit it drags by outvoting the reference raters (one of twice the
+    honest log's size did, and a quarter of the honest raters were held out)."""
     reference = reference_raters(network, n_raters, max_sharing)
-    if not len(log) or reference[log.rater].mean() < MIN_REFERENCE_SHARE:
+    if not len(log):
+        return np.ones(n_raters, dtype=bool)
+    votes = int(reference[log.rater].sum())
+    n_models = int(max(log.i.max(), log.j.max())) + 1
+    if votes < min(MIN_REFERENCE_SHARE * len(log), MIN_REFERENCE_VOTES_PER_MODEL * n_models):
         return np.ones(n_raters, dtype=bool)
     return reference
 

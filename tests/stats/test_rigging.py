@@ -4,9 +4,11 @@ standing far more than chance is held out with its reason."""
 import numpy as np
 
 from stats.rigging import (
+    MIN_REFERENCE_VOTES_PER_MODEL,
     VoteLog,
     excess_table,
     expected_scores,
+    fit_reference,
     raters_hold_out,
     raters_judge,
     reference_raters,
@@ -215,6 +217,16 @@ def test_everyone_is_judged_against_a_fit_of_the_raters_nearly_alone_on_their_ne
     fitted.clear()
     raters_hold_out(log, fit=recording_fit, n_raters=400, network=np.r_[np.arange(50), np.full(350, 999)])
     assert fitted[0] == set(range(400))
+
+
+def test_a_campaign_that_outvotes_the_reference_raters_cannot_make_everyone_the_reference():
+    rng = np.random.default_rng(11)
+    alone = honest_votes(rng, 300, 40)  # 12,000 votes from raters alone on their networks
+    crowd = honest_votes(rng, 100, 310, first_rater=300)  # 31,000 behind one network: 72% of the votes
+    log = joined(alone, crowd)
+    network = np.r_[np.arange(300), np.full(100, 999)]
+    assert alone.i.size >= MIN_REFERENCE_VOTES_PER_MODEL * N_MODELS
+    assert fit_reference(log, network, 400, 3).tolist() == [True] * 300 + [False] * 100
 
 
 def test_in_a_flagged_crowd_it_peels_off_each_group_that_pushes_its_own_model():

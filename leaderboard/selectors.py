@@ -710,16 +710,16 @@ RIGGING_MEASURED = {
     "date": "2026-11-27",
     "models": 60,
     "votes": "200,000",
-    "min_cost_ratio": 1.04,
-    "summary": "In one simulated log, where a mid-table model sat close to the edge of its neighbour's "
-    "interval, moving it up one shown rank took 70 to 300 votes on the plain board. Here, a campaign against "
-    "its nearest rivals that sends its raters as fast as the network cap allows is seen and held out (over "
-    "30 times the cost); the same campaign sent slowly, one to five new raters per network per hour, still "
-    "moves it for about the same 300 votes unseen, and votes only for it cost 4 times more. Moving it "
-    "visibly, by one interval width against the model above it, takes 330 to 690 votes on the plain board "
-    "and at least 30 times that here for every attack. Carrying it into the top 3 costs at least 5 times "
-    "more here (at least 30 times when voting for it). Of the attacking raters with a counted vote, 98% are "
-    "held out, and under 1% of honest raters, even when the campaign is as large as the honest log.",
+    "min_cost_ratio": 10.4,
+    "summary": "Lifting a mid-table model one shown rank took 17 to 296 votes on the plain board (three "
+    "models, six attacks). Here it took at least 10 times as many in every case. The cheapest was a crowd "
+    "spread over 50 networks that sent one new rater per network per hour: 3,072 votes, unseen by the "
+    "rigging check. What stopped it is the margin a rank must clear to rise. Before that margin, the same "
+    "crowd did it with 41 votes. The same patient crowd moves a model visibly (one interval width against "
+    "the model above it) for 7 times the plain board's votes. Every other attack costs at least 30 times. "
+    "Carrying a model into the top 3 costs at least 10 times more here. The check holds out 98% of the "
+    "attacking raters who cast a counted vote, and under 1% of honest raters, even when the campaign is "
+    "twice as large as the honest log.",
 }
 
 

@@ -714,9 +714,10 @@ RIGGING_MEASURED = {
     "summary": "Lifting a mid-table model one shown rank took 17 to 296 votes on the plain board (three "
     "models, six attacks). Here it took at least 10 times as many in every case. The cheapest was a crowd "
     "spread over 50 networks that sent one new rater per network per hour: 3,072 votes, unseen by the "
-    "rigging check. What stopped it is the margin a rank must clear to rise. Before that margin, the same "
-    "crowd did it with 41 votes. The same patient crowd moves a model visibly (one interval width against "
-    "the model above it) for 7 times the plain board's votes. Every other attack costs at least 30 times. "
+    "rigging check. What makes it dear is the margin a rank must clear to rise; without it, such a crowd "
+    "lifted a model one rank for 41 to 960 votes. The same patient crowd moves a model visibly (one "
+    "interval width against the model above it) for 7 times the plain board's votes; every other attack "
+    "needs at least 30 times. "
     "Carrying a model into the top 3 costs at least 10 times more here. The check holds out 98% of the "
     "attacking raters who cast a counted vote, and under 1% of honest raters, even when the campaign is "
     "twice as large as the honest log.",

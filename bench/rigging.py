@@ -807,9 +807,11 @@ def _campaign_row(
     limit: int,
     limit_factor: int,
     practice: int,
+    honest_counted: np.ndarray,
 ) -> dict:
     """One attack on one target: the votes that bring each board's rank (``rank[name](board)``) to
-    ``wanted[name]``, their ratio, and the raters held out at the attacker's cheapest Populus campaign."""
+    ``wanted[name]``, their ratio, and the raters held out at the attacker's cheapest Populus campaign
+    (``honest_counted``: which honest raters cast a counted vote, for the ``_counted`` share)."""
     kind, accuracy, networks, sizes = ATTACKS[name]
     n_models = len(honest.theta)
     stream, assigned = _attack_streams(
@@ -858,7 +860,6 @@ def _campaign_row(
     )
     rigged = riggers(assigned, campaign, effective)
     counted = with_counted_vote(campaign.rater[:effective], campaign.practice[:effective], n_attackers)
-    honest_counted = with_counted_vote(honest.log.rater, honest_practice(honest, practice), honest.n_raters)
     row.update(
         cost_ratio=effective / plain_cost if plain_cost else None,
         cost_ratio_is_lower_bound=cost is None,
@@ -884,6 +885,11 @@ def _campaign_row(
     return row
 
 
+def _pooled_share(rows: list[dict], held: str, of: str) -> float:
+    """A held-out share over several campaigns' rows: their ``held`` counts over their ``of`` counts."""
+    return float(sum(row[held] for row in rows) / max(1, sum(row[of] for row in rows)))
+
+
 def _over_targets(rows: list[dict]) -> dict:
     """One attack's one-rank figures over its targets: the medians of the votes and of the paired
     ratios, the smallest ratio, how many Populus figures are lower bounds (the campaign reached the cap),
@@ -892,9 +898,6 @@ def _over_targets(rows: list[dict]) -> dict:
     plain = [row["plain_votes"] for row in rows if row["plain_votes"]]
     populus = [row["populus_votes"] or row["populus_votes_at_least"] for row in rows]
 
-    def share(held: str, of: str) -> float:
-        return float(sum(row[held] for row in rows) / max(1, sum(row[of] for row in rows)))
-
     return {
         "plain_votes": float(np.median(plain)) if plain else None,
         "populus_votes": float(np.median(populus)),
@@ -902,10 +905,10 @@ def _over_targets(rows: list[dict]) -> dict:
         "cost_ratio_min": min(ratios, default=None),
         "populus_lower_bounds": sum(row["cost_ratio_is_lower_bound"] for row in rows),
         "attackers": sum(row["attackers"] for row in rows),
-        "attackers_held_out": share("attackers_held", "attackers"),
-        "riggers_held_out": share("riggers_held", "riggers"),
+        "attackers_held_out": _pooled_share(rows, "attackers_held", "attackers"),
+        "riggers_held_out": _pooled_share(rows, "riggers_held", "riggers"),
         "attackers_counted": sum(row["attackers_counted"] for row in rows),
-        "attackers_held_out_counted": share("attackers_counted_held", "attackers_counted"),
+        "attackers_held_out_counted": _pooled_share(rows, "attackers_counted_held", "attackers_counted"),
         "honest_held_out": max(row["honest_held_out"] for row in rows),
         "honest_held_out_counted": max(row["honest_held_out_counted"] for row in rows),
         "campaign_z": max(row["campaign_z"] for row in rows),
@@ -1001,6 +1004,7 @@ def run(
                     limit=limits[goal],
                     limit_factor=limit_factor,
                     practice=practice,
+                    honest_counted=honest_counted,
                 )
                 row = {"target_position": position + 1, "target_rank_at_start": start, **row}
                 goal_rows.append(_progress(f"{name}.{goal}", row))
@@ -1017,13 +1021,12 @@ def run(
         [(key, target) for key, row in per_attack for target in row.get("targets", [row])]
     )
 
-    def share(held: str, of: str) -> float:
-        return float(sum(row[held] for row in rows) / max(1, sum(row[of] for row in rows)))
-
-    results["attackers_held_out"] = share("attackers_held", "attackers")
-    results["riggers_held_out"] = share("riggers_held", "riggers")
-    results["attackers_held_out_counted"] = share("attackers_counted_held", "attackers_counted")
-    results["attackers_held_out_earlier_check"] = share("attackers_held_earlier_check", "attackers")
+    results["attackers_held_out"] = _pooled_share(rows, "attackers_held", "attackers")
+    results["riggers_held_out"] = _pooled_share(rows, "riggers_held", "riggers")
+    results["attackers_held_out_counted"] = _pooled_share(rows, "attackers_counted_held", "attackers_counted")
+    results["attackers_held_out_earlier_check"] = _pooled_share(
+        rows, "attackers_held_earlier_check", "attackers"
+    )
     results["honest_held_out"] = max(
         [float(honest_held_clean.mean())] + [row["honest_held_out"] for row in rows]
     )

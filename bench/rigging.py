@@ -590,11 +590,11 @@ QUICK_MOVE_ATTACKS = ("target_only_90", "omnipresent_90")
 QUICK_MOVE_TARGET_OFFSETS = (-1, 1)
 
 
-def _attack_streams(
-    kind: str, *, target: int, rivals, accuracy: float, honest: Honest, limit: int, practice: int, seed: int
-) -> tuple:
-    """The attack's votes as a plain arena takes them (seeded ``seed``) and its battles as Populus
-    assigns them (``seed + 1``; a campaign with no practice to sit through skips most, so it needs more)."""
+def _attack_streams(name: str, *, target: int, rivals, honest: Honest, limit: int, practice: int, seed: int):
+    """The attack ``name``'s votes as a plain arena takes them (seeded ``seed``) and its battles as
+    Populus assigns them (``seed + 1``; a campaign with no practice to sit through skips most, so it
+    needs more)."""
+    kind, accuracy, *_ = ATTACKS[name]
     stream = attack_stream(
         kind,
         target=target,
@@ -662,7 +662,7 @@ def movement(
     populus_order = np.argsort(-populus_start[0])
     results: dict = {"movement_amount_plain": amount["plain"], "movement_amount_populus": amount["populus"]}
     for name in attacks:
-        kind, accuracy, networks, sizes = ATTACKS[name]
+        *_, networks, sizes = ATTACKS[name]
         pairs = []
         for index, offset in enumerate(offsets):
             position = n_models // 2 + offset
@@ -670,10 +670,9 @@ def movement(
             rivals = order[:position][::-1][:3]
             pair_seed = seed + 100 * (index + 1)
             stream, assigned = _attack_streams(
-                kind,
+                name,
                 target=target,
                 rivals=rivals,
-                accuracy=accuracy,
                 honest=honest,
                 limit=limit,
                 practice=practice,
@@ -812,13 +811,12 @@ def _campaign_row(
     """One attack on one target: the votes that bring each board's rank (``rank[name](board)``) to
     ``wanted[name]``, their ratio, and the raters held out at the attacker's cheapest Populus campaign
     (``honest_counted``: which honest raters cast a counted vote, for the ``_counted`` share)."""
-    kind, accuracy, networks, sizes = ATTACKS[name]
+    *_, networks, sizes = ATTACKS[name]
     n_models = len(honest.theta)
     stream, assigned = _attack_streams(
-        kind,
+        name,
         target=target,
         rivals=rivals,
-        accuracy=accuracy,
         honest=honest,
         limit=limit,
         practice=practice,

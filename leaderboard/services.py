@@ -796,6 +796,9 @@ RIGGING_UNITS = {
     "rater": "judged alone",
     "network": "judged with the other raters from the same network",
     "burst": "judged with the other raters who arrived in the same hour with others from their network",
+    "networks": (
+        "judged with every rater behind a shared network, their network among those that pushed hardest"
+    ),
 }
 
 
@@ -823,9 +826,9 @@ def rigging_reason(finding: rigging.Finding, model_name: str) -> str:
 
 def raters_rigging_hold_out(*, tournament_id: int) -> int:
     """Hold out of published boards every rater whose overall verdicts move one model's standing far more
-    than chance (`stats.rigging`), alone or with the raters sharing their network or arrival hour, with
-    the reason staff see. Raters staff restored are never held out again. Returns how many were newly
-    held out."""
+    than chance (`stats.rigging`), alone or with the raters sharing their network or arrival hour, or
+    with every rater behind a shared network, with the reason staff see. Raters staff restored
+    are never held out again. Returns how many were newly held out."""
     rows = list(
         VoteChoice.objects.counted()
         .filter(dimension__slug=RIGGING_DIMENSION, vote__battle__tournament_id=tournament_id)

@@ -61,6 +61,24 @@ def test_ten_answers_change_the_own_board_and_the_address_reproduces_it(
     assert page.console_errors == []
 
 
+def test_a_key_pressed_before_htmx_settles_the_new_battle_still_answers_in_place(
+    page,  # noqa: F811
+    quiz_url,
+):
+    # htmx wires up swapped-in content only when the swap settles (20 ms later; longer on a busy
+    # machine). A key pressed before that must not submit the new form natively, a full page load to its
+    # raw address; a slow settle makes the window wide enough to hit every time.
+    page.goto(quiz_url)
+    page.evaluate("htmx.config.defaultSettleDelay = 2000")
+    page.get_by_role("button", name="B is better").click()
+    expect(page.get_by_test_id("quiz-count")).to_have_text("1 answered")
+    page.keyboard.press("a")
+    expect(page.get_by_test_id("quiz-count")).to_have_text("2 answered")
+    expect(page).to_have_url(re.compile(r"quiz=\w{12}[ab]\.\w{12}[ab]($|&)"))
+    assert "answer=" not in page.url
+    assert page.evaluate("htmx.config.defaultSettleDelay") == 2000  # no full page load in between
+
+
 def test_a_dimension_judged_alongside_moves_its_own_board_and_the_tick_adds_the_answers_once(
     page,  # noqa: F811
     quiz_url,

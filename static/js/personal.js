@@ -24,5 +24,8 @@ document.addEventListener("keydown", (event) => {
   const control = key && document.querySelector(`#quiz-form [data-key="${key}"]`);
   if (!control) return;
   event.preventDefault();
+  // htmx wires up a swapped-in form only when the swap settles; a key pressed before that would submit
+  // it natively, a full page load to the form's raw address. process() does it now (once per form).
+  if (window.htmx) window.htmx.process(control.form);
   control.click();
 });

@@ -115,3 +115,7 @@ def test_the_reason_staff_read_says_which_models_the_rater_moved_against():
     assert rigging_reason(Finding(3, 5, 6.0, "network"), "Llama").startswith(
         "Overall verdicts moved Llama up far"
     )
+    assert rigging_reason(Finding(3, 5, 7.1, "networks"), "Llama").endswith(
+        "(z = 7.1, judged with every rater behind a shared network, their network among those that "
+        "pushed hardest)."
+    )

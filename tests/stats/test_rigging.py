@@ -264,3 +264,39 @@ def test_in_an_arrival_hour_it_judges_the_raters_who_came_with_others_from_their
     )
     # No network's three raters are enough alone; the honest hour around them would drown them.
     assert set(found) == set(crowd) and {f.unit for f in found.values()} == {"burst"}
+
+
+def test_it_judges_the_small_raters_behind_every_shared_network_as_one_crowd():
+    rng = np.random.default_rng(14)
+    target = N_MODELS - 2
+    alone = honest_votes(rng, 1_000, 15)  # the reference: one rater per network
+    # Honest small raters behind 40 shared networks, and a patient crowd: ten raters on each of 50
+    # networks, one new rater per network per hour, each voting for the target now and then.
+    shared = honest_votes(rng, 600, 6, first_rater=1_000)
+    crowd = np.arange(1_600, 2_100)
+    rater = np.repeat(crowd, 2)
+    cover = honest_votes(rng, 500, 2, first_rater=1_600)
+    rigged = rng.random(len(rater)) < 0.2
+    opponents = rng.choice([m for m in range(N_MODELS) if m != target], len(rater))
+    sybils = VoteLog(
+        rater,
+        np.where(rigged, target, cover.i),
+        np.where(rigged, opponents, cover.j),
+        np.where(rigged, 1.0, cover.score),
+    )
+    network = np.r_[np.arange(1_000), 5_000 + rng.integers(0, 40, 600), 9_000 + np.arange(500) % 50]
+    arrival = np.r_[rng.uniform(0, 3600 * 100, 1_600), 3600 * 100 + 3600 * (np.arange(500) // 50)]
+    found = raters_judge(
+        joined(alone, shared, sybils),
+        theta=THETA,
+        log_nu=-np.inf,
+        n_raters=2_100,
+        network=network,
+        arrival=arrival,
+    )
+    # No network alone and no arrival hour shows the crowd: only all shared networks together do.
+    assert {f.unit for f in found.values()} == {"networks"}
+    # Networks are taken until the rest of the crowd is unremarkable, not only until it is unflagged.
+    riggers = np.unique(rater[rigged])
+    assert np.isin(riggers, list(found)).mean() > 0.6
+    assert not any(rater < 1_600 for rater in found)

@@ -2,7 +2,8 @@
 plain Bradley-Terry board of every vote (as Chatbot Arena publishes) and on Populus's published board
 with its defences; and how many attacking and honest raters the defences hold out.
 
-No public Arena-format log with rater ids and networks is at hand (Arena's releases carry neither), so
+No public Arena-format log with networks and arrival times is at hand (Arena's releases carry neither;
+the 2023 conversation release has hashed rater ids, and this machine reaches only package registries), so
 the honest log is simulated: 60 models, 200,000 votes, 20,000 raters with a heavy-tailed number of votes
 each, personal taste (a per-rater offset on every model, sd 0.3), varying care (a skill-scale per rater;
 15% who click at random), Davidson ties (about 10%), uniform pairs, arrivals over 30 days, and networks

@@ -258,10 +258,15 @@ def _spread_crowd_findings(
     not raters: those that pushed the flagged column hardest, one by one, until the rest of the crowd is
     unremarkable (``SPREAD_REST_Z``), and holds out their members who pushed it. Fifty networks at z 2.8
     each are z 20 together; honest networks that push as hard are a few in a thousand. Then the rest is
-    looked at again (``peels`` times in all), as in ``_crowd_findings``."""
+    looked at again (``peels`` times in all), as in ``_crowd_findings``, with one difference: networks
+    taken before are the suspects, and once the crowd without them is no longer flagged only they are
+    taken. Otherwise each later column, flagged by what is left of a campaign by a little, takes the
+    honest networks that happen to push it too (a benchmark campaign of 20,000 votes: 1.8% of the honest
+    raters)."""
     found: dict[int, Finding] = {}
     n_models = excess.shape[1] // 3
     inside = members
+    suspects = np.zeros(0, dtype=network.dtype)
     for _ in range(peels):
         if not len(inside):
             break
@@ -271,15 +276,20 @@ def _spread_crowd_findings(
         if abs(unit_z[column]) <= z_threshold:
             break
         pushing = np.sign(unit_z[column]) * excess[inside, column]
-        _, by_network = np.unique(network[inside], return_inverse=True)
+        keys, by_network = np.unique(network[inside], return_inverse=True)
         by_network = by_network.ravel()
         pushes = np.bincount(by_network, weights=pushing)
         spreads = np.bincount(by_network, weights=variance[inside, column])
         hardest = np.argsort(-pushes / np.sqrt(spreads + 1.0), kind="stable")
+        suspect = np.isin(keys, suspects)
+        if pushes[~suspect].sum() / np.sqrt(spreads[~suspect].sum() + 1.0) <= z_threshold:
+            hardest = hardest[suspect[hardest]]
         rest_z = (pushes.sum() - np.cumsum(pushes[hardest])) / np.sqrt(
             spreads.sum() - np.cumsum(spreads[hardest]) + 1.0
         )
-        taken = hardest[: int(np.argmax(rest_z <= SPREAD_REST_Z)) + 1]
+        unremarkable = rest_z <= SPREAD_REST_Z
+        taken = hardest[: int(np.argmax(unremarkable)) + 1] if unremarkable.any() else hardest
+        suspects = np.union1d(suspects, keys[taken])
         pushed = inside[np.isin(by_network, taken) & (pushing > 0)]
         for rater in pushed:
             found.setdefault(

@@ -320,8 +320,10 @@ def raters_judge(
     burst_seconds: float = DEFAULT_BURST_SECONDS,
     peels: int = DEFAULT_PEELS,
     neighbours: int = DEFAULT_NEIGHBOURS,
+    crowd_of_networks: bool = True,
 ) -> dict[int, Finding]:
-    """One pass of the detector against a given fit: the raters to hold out, each with its reason."""
+    """One pass of the detector against a given fit: the raters to hold out, each with its reason
+    (``crowd_of_networks``: judge every rater behind a shared network in one crowd too)."""
     excess, variance = excess_table(log, theta, log_nu, n_raters, neighbours)
     votes = np.bincount(log.rater, minlength=n_raters)
     active = votes > 0
@@ -353,7 +355,7 @@ def raters_judge(
         burst = _crowd_findings(windows, crowd, excess, variance, z_threshold, "burst", companions, peels)
         for rater, finding in burst.items():
             found.setdefault(rater, finding)
-    if network is not None:
+    if network is not None and crowd_of_networks:
         # Every rater behind a shared network, as one crowd: a crowd spread thinly over many networks
         # and arriving slowly enough never to share an arrival hour is seen only together. Raters of
         # any size, so that giving each sybil more votes does not take it out of the crowd.

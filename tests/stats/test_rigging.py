@@ -287,16 +287,12 @@ def test_it_judges_every_rater_behind_a_shared_network_in_one_crowd():
     )
     network = np.r_[np.arange(1_000), 5_000 + rng.integers(0, 40, 600), 9_000 + np.arange(500) % 50]
     arrival = np.r_[rng.uniform(0, 3600 * 100, 1_600), 3600 * 100 + 3600 * (np.arange(500) // 50)]
-    found = raters_judge(
-        joined(alone, shared, sybils),
-        theta=THETA,
-        log_nu=-np.inf,
-        n_raters=2_100,
-        network=network,
-        arrival=arrival,
-    )
+    log = joined(alone, shared, sybils)
+    judged = {"theta": THETA, "log_nu": -np.inf, "n_raters": 2_100, "network": network, "arrival": arrival}
+    found = raters_judge(log, **judged)
     # No network alone and no arrival hour shows the crowd: only all shared networks together do.
     assert {f.unit for f in found.values()} == {"networks"}
+    assert not raters_judge(log, **judged, crowd_of_networks=False)
     # Networks are taken until the rest of the crowd is unremarkable, not only until it is unflagged.
     riggers = np.unique(rater[rigged])
     assert np.isin(riggers, list(found)).mean() > 0.6

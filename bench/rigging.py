@@ -115,10 +115,23 @@ def _davidson_scores(rng, d: np.ndarray, log_nu: float) -> np.ndarray:
     return np.where(u < win / total, 1.0, np.where(u < (win + nu) / total, 0.5, 0.0))
 
 
-def simulate_honest(*, n_models: int, n_votes: int, seed: int, log_nu: float = -1.6) -> Honest:
+def simulate_honest(
+    *, n_models: int, n_votes: int, seed: int, log_nu: float = -1.6, shared_differ: tuple = (1.0, 0.0)
+) -> Honest:
+    """The honest log (see the module docstring). ``shared_differ``: (care, taste sd) of raters behind
+    shared networks against those alone: each such rater's care times the first, and a taste per network
+    and model (normal, sd the second) shared by the network's raters; (1, 0), the default, for none."""
     rng = np.random.default_rng(seed)
     theta = np.sort(rng.normal(0.0, 0.6, n_models))[::-1].copy()
-    return _honest_raters(rng, theta=theta, n_votes=n_votes, log_nu=log_nu, first_rater=0, crowds=None)
+    return _honest_raters(
+        rng,
+        theta=theta,
+        n_votes=n_votes,
+        log_nu=log_nu,
+        first_rater=0,
+        crowds=None,
+        shared_differ=shared_differ,
+    )
 
 
 def with_fresh_honest(honest: Honest, *, n_votes: int, seed: int, log_nu: float = -1.6) -> Honest:
@@ -148,10 +161,18 @@ def with_fresh_honest(honest: Honest, *, n_votes: int, seed: int, log_nu: float 
 
 
 def _honest_raters(
-    rng, *, theta: np.ndarray, n_votes: int, log_nu: float, first_rater: int, crowds: np.ndarray | None
+    rng,
+    *,
+    theta: np.ndarray,
+    n_votes: int,
+    log_nu: float,
+    first_rater: int,
+    crowds: np.ndarray | None,
+    shared_differ: tuple = (1.0, 0.0),
 ) -> Honest:
     """``n_votes`` votes from new honest raters numbered from ``first_rater`` (``n_raters`` counts only
-    them). Shared networks are picked with the probabilities ``crowds``, drawn here when None."""
+    them). Shared networks are picked with the probabilities ``crowds``, drawn here when None; raters
+    behind them differ from those alone as ``shared_differ`` says (see ``simulate_honest``)."""
     n_models = len(theta)
     per_rater = []
     total = 0
@@ -175,6 +196,16 @@ def _honest_raters(
         crowds = crowd_sizes / crowd_sizes.sum()
     network = np.where(shared, rng.choice(500, n_raters, p=crowds), 500 + first_rater + np.arange(n_raters))
     arrival = rng.uniform(0, HOURS * 3600.0, n_raters)
+    if shared_differ != (1.0, 0.0):
+        # Drawn after everything else, so that the default log stays as it was; only the votes of
+        # raters behind shared networks are drawn again.
+        shared_care, network_taste = shared_differ
+        care = np.where(shared, care * shared_care, care)
+        taste = taste + np.where(
+            shared[:, None], rng.normal(0.0, network_taste, (500, n_models))[network % 500], 0
+        )
+        d = care[rater] * (theta[i] - theta[j]) + taste[rater, i] - taste[rater, j]
+        score = np.where(shared[rater], _davidson_scores(rng, d, log_nu), score)
     return Honest(VoteLog(first_rater + rater, i, j, score), theta, network, arrival, n_raters, crowds)
 
 
@@ -915,6 +946,22 @@ def _over_targets(rows: list[dict]) -> dict:
     }
 
 
+# Ways raters behind shared networks may differ from those alone on theirs: (care, network taste sd).
+SHARED_NETWORKS_DIFFER = {"less_careful": (0.8, 0.0), "network_taste": (1.0, 0.2), "both": (0.8, 0.2)}
+
+
+def shared_networks_differ(*, n_models: int, n_votes: int, seed: int, practice: int) -> dict:
+    """The share of honest raters the check holds out, with no attack, on honest logs where the raters
+    behind shared networks differ from those alone on theirs (``SHARED_NETWORKS_DIFFER``): the reference
+    raters are nearly alone on theirs, so such a difference is what crowds behind networks show."""
+    shares = {}
+    for name, differ in SHARED_NETWORKS_DIFFER.items():
+        honest = simulate_honest(n_models=n_models, n_votes=n_votes, seed=seed, shared_differ=differ)
+        *_, held = _populus_board_unattacked(honest, practice=practice)
+        shares[name] = float(held.mean())
+    return shares
+
+
 # The honest noise floor of the one-rank step: fresh honest votes, besides the one-rank campaigns' costs.
 NOISE_SIZES = (30, 100, 300, 1_000, 3_000)
 NOISE_DRAWS = 40
@@ -1062,6 +1109,9 @@ def run(
                 paces=paces,
             )
         )
+    results["honest_held_out_shared_networks_differ"] = shared_networks_differ(
+        n_models=n_models, n_votes=n_votes, seed=seed, practice=practice
+    )
     results["settling"] = settling_cost(
         honest, publishes=SETTLING_PUBLISHES, margin_share=rank_margin_share, practice=practice
     )

@@ -68,6 +68,8 @@ def test_the_quick_benchmark_prints_every_figure_as_json(capsys):
         assert len(row["pairs"]) == len(rigging.QUICK_MOVE_TARGET_OFFSETS)
         assert row["plain_votes_median"] > 0 and row["cost_ratio_median"] >= row["cost_ratio_min"] > 0
     assert figures["min_movement_cost_ratio"] > 0
+    differ = figures["honest_held_out_shared_networks_differ"]
+    assert set(differ) == set(rigging.SHARED_NETWORKS_DIFFER) and all(0 <= v <= 1 for v in differ.values())
     assert 0 < figures["movement_amount_plain"] < 1 and 0 < figures["movement_amount_populus"] < 1
 
 
@@ -291,3 +293,19 @@ def test_settling_ranks_costs_nothing_without_a_margin_and_stops_every_rise_with
     assert plain["rank_rises_settled"] == plain["rank_rises_plain"] > 0
     stuck = rigging.settling_cost(honest, publishes=6, margin_share=100.0, practice=1)
     assert stuck["rank_rises_settled"] == 0 < stuck["shown_differs_from_plain"]
+
+
+def test_raters_behind_shared_networks_can_be_made_less_careful_than_those_alone():
+    plain = simulate_honest(n_models=20, n_votes=20_000, seed=3)
+    careless = simulate_honest(n_models=20, n_votes=20_000, seed=3, shared_differ=(0.5, 0.0))
+    assert np.array_equal(plain.network, careless.network) and np.array_equal(plain.log.i, careless.log.i)
+
+    def better_wins(honest, behind_shared: bool) -> float:
+        log = honest.log
+        votes = (honest.network[log.rater] < 500) == behind_shared
+        decided = votes & (log.score != 0.5)
+        better = honest.theta[log.i] > honest.theta[log.j]
+        return float(((log.score == 1.0) == better)[decided].mean())
+
+    assert better_wins(careless, True) < better_wins(plain, True) - 0.05
+    assert better_wins(careless, False) == better_wins(plain, False)

@@ -66,6 +66,10 @@ up, down, or either way, on the plain board (every vote counted) and on Populus'
 vote practice, then the check and the fit, as for the honest log). If honest votes move the rank as
 often as a campaign of the same size, the one-rank step measures noise, not a defence.
 
+Honest raters behind shared networks may differ from those alone on theirs, whom the check fits
+everyone against (``shared_networks_differ``): on honest logs where they are 20% less careful, or share a
+taste per network (sd 0.2 per model), or both, and no attack, the share of honest raters held out.
+
 Held-out shares: ``attackers_held_out`` and ``honest_held_out`` count every rater; the ``_counted`` shares
 count only raters with a vote that is not practice (``with_counted_vote``): a rater who voted only its
 practice battle has nothing on any board to hold out. ``riggers_held_out`` narrows it further, to the

@@ -39,13 +39,14 @@ Last, every rater behind a network shared with others is judged in one crowd (un
 patient crowd sends one new rater per network per hour over fifty networks: no arrival hour holds two of
 its raters from one network, and each network alone is far under the threshold (z about 3), while the
 fifty together are z 20 or more. That crowd is mostly honest, and so large that it shows any way in
-which raters behind shared networks differ from those alone on theirs (in the benchmark, with every one
-of them 20% less careful, its columns over the models above held out 11% of the honest raters). So it is
-judged on the columns over the two neighbours above only: a campaign for one rank moves them, and such a
-difference moves a model and its neighbours alike (none held out there). Where it is flagged, whole
-networks are taken, those that pushed the flagged column hardest first, until the rest of it is
-unremarkable (z at most ``SPREAD_REST_Z``, 2: stopping at the threshold held out 21% of the benchmark's
-patient crowd on one target, against 91% at 2), and their members who pushed that way are held out.
+which raters behind shared networks differ from those alone on theirs (on a scratch variant of the
+benchmark's log with every one of them 20% less careful, its columns over the models above held out 11%
+of the honest raters). So it is judged on the columns over the two neighbours above only: a campaign for
+one rank moves them, and such a difference moves a model and its neighbours alike (none held out there).
+Where it is flagged, whole networks are taken, those that pushed the flagged column hardest first, until
+the rest of it is unremarkable (z at most ``NETWORKS_REST_Z``, 2: as first built, stopping at the
+threshold held out 21% of the benchmark's patient crowd on its dearest target, against 91% at 2), and
+their members who pushed that way are held out.
 
 Everyone is judged against a fit of the *reference raters* only: those on a network shared by at most
 ``reference_max_sharing`` raters (3). A campaign as large as the honest log drags a fit of every vote so
@@ -69,7 +70,7 @@ MIN_REFERENCE_SHARE = 0.3
 MIN_REFERENCE_VOTES_PER_MODEL = 500
 DEFAULT_PEELS = 10
 DEFAULT_NEIGHBOURS = 2
-SPREAD_REST_Z = 2.0
+NETWORKS_REST_Z = 2.0
 
 
 @dataclass
@@ -245,7 +246,7 @@ def _crowd_findings(
     return found
 
 
-def _spread_crowd_findings(
+def _crowd_of_networks_findings(
     members: np.ndarray,
     network: np.ndarray,
     excess: np.ndarray,
@@ -256,7 +257,7 @@ def _spread_crowd_findings(
     """The ``members`` judged as one crowd, on the columns over each model's neighbours only (see the
     module docstring). Such a crowd is mostly honest, so where it is flagged the check takes networks,
     not raters: those that pushed the flagged column hardest, one by one, until the rest of the crowd is
-    unremarkable (``SPREAD_REST_Z``), and holds out their members who pushed it. Fifty networks at z 2.8
+    unremarkable (``NETWORKS_REST_Z``), and holds out their members who pushed it. Fifty networks at z 2.8
     each are z 20 together; honest networks that push as hard are a few in a thousand. Then the rest is
     looked at again (``peels`` times in all), as in ``_crowd_findings``, with one difference: networks
     taken before are the suspects, and once the crowd without them is no longer flagged only they are
@@ -287,7 +288,7 @@ def _spread_crowd_findings(
         rest_z = (pushes.sum() - np.cumsum(pushes[hardest])) / np.sqrt(
             spreads.sum() - np.cumsum(spreads[hardest]) + 1.0
         )
-        unremarkable = rest_z <= SPREAD_REST_Z
+        unremarkable = rest_z <= NETWORKS_REST_Z
         taken = hardest[: int(np.argmax(unremarkable)) + 1] if unremarkable.any() else hardest
         suspects = np.union1d(suspects, keys[taken])
         pushed = inside[np.isin(by_network, taken) & (pushing > 0)]
@@ -360,9 +361,8 @@ def raters_judge(
         # and arriving slowly enough never to share an arrival hour is seen only together. Raters of
         # any size, so that giving each sybil more votes does not take it out of the crowd.
         shared = ~reference_raters(network, n_raters, max_sharing=1)
-        spread = small[shared[small]]
-        for rater, finding in _spread_crowd_findings(
-            spread, np.asarray(network), excess, variance, z_threshold, peels
+        for rater, finding in _crowd_of_networks_findings(
+            small[shared[small]], np.asarray(network), excess, variance, z_threshold, peels
         ).items():
             found.setdefault(rater, finding)
     return found

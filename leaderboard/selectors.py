@@ -710,18 +710,18 @@ RIGGING_MEASURED = {
     "date": "2026-11-27",
     "models": 60,
     "votes": "200,000",
-    "min_cost_ratio": 3.1,
+    "min_cost_ratio": 10.6,
     "summary": "That is the worst case over two simulated logs, three mid-table models and six attacks. "
-    "Lifting a model one shown rank took 1 to 832 votes on the plain board. On the first log it took at "
-    "least 10 times as many here in every case. On the second, one model cost a patient crowd only 3 times "
-    "as many: 2,560 votes against 832, from raters spread over 50 networks, one new rater per network per "
-    "hour, unseen by the rigging check. The median over the three models was at least 30 times for every "
-    "attack on both logs. What makes the rank step dear is the margin a rank must clear to rise; without "
-    "it, such crowds lifted a model one rank for 41 to 960 votes. The same patient crowd moves a model "
-    "visibly (one interval width against the model above it) for 7 times the plain board's votes; every "
-    "other attack needs at least 30 times. Carrying a model into the top 3 costs at least 10 times more "
-    "here. The check holds out 98% of the attacking raters who cast a counted vote, and under 1% of honest "
-    "raters, even when the campaign is twice as large as the honest log.",
+    "Lifting a model one shown rank took 1 to 832 votes on the plain board, and here at least 10 times as "
+    "many in every case; the median over the three models was at least 30 times for every attack. The "
+    "cheapest was a few raters voting for the model whenever a 90%-accurate identifier spotted it: 2,048 "
+    "votes against 194. A patient crowd spread over 50 networks, one new rater per network per hour, which "
+    "no single network or hour shows, is judged together with every rater behind a shared network and "
+    "held out. Moving a model visibly (one interval width against the model above it) took at least 30 "
+    "times the plain board's votes for every attack, and carrying it into the top 3 at least 10 times. The "
+    "check holds out 99% of the attacking raters who cast a counted vote, and under 1% of honest raters in "
+    "every campaign. Where a large shared network has a taste of its own, up to 5% of honest raters were "
+    "held out, the weakness we are working on.",
 }
 
 

@@ -90,6 +90,7 @@ from stats.btd import Counts, fit_bt_plain, fit_btd
 from stats.rigging import (
     DEFAULT_REFERENCE_MAX_SHARING,
     VoteLog,
+    crowd_z,
     excess_table,
     fit_reference,
     raters_hold_out,
@@ -472,7 +473,7 @@ def campaign_z(
     theta, log_nu = populus_fit(log.subset(reference[log.rater]), len(honest.theta))
     excess, variance = excess_table(log, theta, log_nu, n_raters)
     crowd = slice(honest.n_raters, None)
-    return float(np.abs(excess[crowd].sum(axis=0) / np.sqrt(variance[crowd].sum(axis=0) + 1.0)).max())
+    return float(np.abs(crowd_z(excess, variance, crowd)).max())
 
 
 def _populus_board(

@@ -189,6 +189,28 @@ def _over_neighbours(log, excess, variance, var, order, neighbours: int):
     return near, near_variance - correction.reshape(n_raters, n_models)
 
 
+def crowd_z(excess: np.ndarray, variance: np.ndarray, rows) -> np.ndarray:
+    """Per column, the z of the given raters' rows summed as one crowd (plus one vote's variance)."""
+    return excess[rows].sum(axis=0) / np.sqrt(variance[rows].sum(axis=0) + 1.0)
+
+
+def _record_findings(found: dict, raters, column: int, z: float, unit: str, n_models: int) -> None:
+    """Record why each of ``raters`` is held out, unless an earlier unit already did: ``column`` of the
+    excess table, which tells the model and whether alone, over those above or over its neighbours."""
+    for rater in raters:
+        found.setdefault(
+            int(rater),
+            Finding(
+                int(rater),
+                column % n_models,
+                z,
+                unit,
+                over_above=column // n_models == 1,
+                over_neighbours=column // n_models == 2,
+            ),
+        )
+
+
 def _crowd_findings(
     units: np.ndarray,
     members: np.ndarray,
@@ -216,7 +238,7 @@ def _crowd_findings(
         for _ in range(peels):
             # Peel: hold out who pushed the worst model the worst way, then look at the rest of the
             # crowd again, since a crowd may push several rivals and each member only some of them.
-            unit_z = excess[inside].sum(axis=0) / np.sqrt(variance[inside].sum(axis=0) + 1.0)
+            unit_z = crowd_z(excess, variance, inside)
             model = int(np.abs(unit_z).argmax())
             if abs(unit_z[model]) <= z_threshold:
                 break
@@ -230,18 +252,7 @@ def _crowd_findings(
                 pushed = pushed[np.isin(companions[pushed], crowded)]
             if not len(pushed):
                 break
-            for rater in pushed:
-                found.setdefault(
-                    int(rater),
-                    Finding(
-                        int(rater),
-                        model % n_models,
-                        float(unit_z[model]),
-                        label,
-                        over_above=model // n_models == 1,
-                        over_neighbours=model // n_models == 2,
-                    ),
-                )
+            _record_findings(found, pushed, model, float(unit_z[model]), label, n_models)
             inside = np.setdiff1d(inside, pushed)
     return found
 
@@ -271,7 +282,7 @@ def _crowd_of_networks_findings(
     for _ in range(peels):
         if not len(inside):
             break
-        unit_z = excess[inside].sum(axis=0) / np.sqrt(variance[inside].sum(axis=0) + 1.0)
+        unit_z = crowd_z(excess, variance, inside)
         unit_z[: 2 * n_models] = 0.0  # only the columns over the neighbours
         column = int(np.abs(unit_z).argmax())
         if abs(unit_z[column]) <= z_threshold:
@@ -292,18 +303,7 @@ def _crowd_of_networks_findings(
         taken = hardest[: int(np.argmax(unremarkable)) + 1] if unremarkable.any() else hardest
         suspects = np.union1d(suspects, keys[taken])
         pushed = inside[np.isin(by_network, taken) & (pushing > 0)]
-        for rater in pushed:
-            found.setdefault(
-                int(rater),
-                Finding(
-                    int(rater),
-                    column % n_models,
-                    float(unit_z[column]),
-                    "networks",
-                    over_above=column // n_models == 1,
-                    over_neighbours=column // n_models == 2,
-                ),
-            )
+        _record_findings(found, pushed, column, float(unit_z[column]), "networks", n_models)
         inside = np.setdiff1d(inside, pushed)
     return found
 

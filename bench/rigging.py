@@ -421,7 +421,12 @@ def honest_practice(honest: Honest, practice: int) -> np.ndarray:
 
 
 # The rigging check as it was before the reference raters and peeling (2026-11-26), measured beside it.
-EARLIER_DETECTOR = {"reference_max_sharing": None, "peels": 1, "crowd_of_networks": False}
+EARLIER_DETECTOR = {
+    "reference_max_sharing": None,
+    "peels": 1,
+    "crowd_of_networks": False,
+    "overdispersed": False,
+}
 
 
 def _with_campaign(

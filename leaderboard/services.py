@@ -794,7 +794,7 @@ def _posteriors_prune(dimension: Dimension) -> None:
 RIGGING_DIMENSION = "overall"
 RIGGING_UNITS = {
     "rater": "judged alone",
-    "network": "judged with the other raters from the same network",
+    "network": "judged with the other raters from the same network, against that network's own spread",
     "burst": "judged with the other raters who arrived in the same hour with others from their network",
     "networks": (
         "judged with every rater behind a shared network, their network among those that pushed hardest"

@@ -48,6 +48,19 @@ the rest of it is unremarkable (z at most ``NETWORKS_REST_Z``, 2: as first built
 threshold held out 21% of the benchmark's patient crowd on its dearest target, against 91% at 2), and
 their members who pushed that way are held out.
 
+A crowd behind one network, and the crowd of networks, are judged against their own spread. A network
+of hundreds of honest raters (a campus, an office) may share a taste of its own: it moves every model a
+little, and enough votes make some model's z pass the threshold as a campaign's would. So each such
+crowd's z is divided by the square root of its ``overdispersion``: how much wider than chance its z spreads
+over the models, read off the 25th percentile of z squared, which a campaign for one rank (a target and
+two neighbours) does not move. It is capped at ``MAX_OVERDISPERSION`` (2), since a crowd can widen its own
+spread at will by voting a fixed order in its other battles: the cap bounds what that buys to z over 1.4
+(at a cap of 4, the benchmark's quick run had an omnipresent campaign move its target with 1,024 votes
+instead of 2,000 or more). On the benchmark's honest logs where shared networks have a taste of their own
+(sd 0.2 per model, seeds 0 to 5) it took the share of honest raters held out from up to 5.2% to at most
+0.75%. Raters alone and arrival hours are judged as before: no honest rater was held out there, and
+judging them so too held out slightly fewer attackers.
+
 Everyone is judged against a fit of the *reference raters* only: those on a network shared by at most
 ``reference_max_sharing`` raters (3). A campaign as large as the honest log drags a fit of every vote so
 far that honest crowds behind shared networks (a thousand votes or more) look rigged against it; the cap
@@ -71,6 +84,10 @@ MIN_REFERENCE_VOTES_PER_MODEL = 500
 DEFAULT_PEELS = 10
 DEFAULT_NEIGHBOURS = 2
 NETWORKS_REST_Z = 2.0
+# The 25th percentile of z squared for one column under chance (chi-square with one degree of freedom,
+# scipy.stats.chi2.ppf(0.25, 1)); a crowd whose columns spread more than that is over-dispersed.
+CHANCE_Z2_QUARTILE = 0.10153
+MAX_OVERDISPERSION = 2.0
 
 
 @dataclass
@@ -194,6 +211,16 @@ def crowd_z(excess: np.ndarray, variance: np.ndarray, rows) -> np.ndarray:
     return excess[rows].sum(axis=0) / np.sqrt(variance[rows].sum(axis=0) + 1.0)
 
 
+def overdispersion(own_z: np.ndarray) -> np.ndarray:
+    """How much wider than chance a crowd's z spreads over the models (per row of ``own_z``, its own-model
+    columns): the 25th percentile of z squared over its value under chance, at least 1 and at most
+    ``MAX_OVERDISPERSION``. A big honest network with a taste of its own spreads over every model; a
+    campaign for one rank moves a few models and leaves that quantile alone. The cap bounds what a crowd
+    buys by voting a fixed order in every other battle, which spreads it as wide as it likes."""
+    quartile = np.quantile(np.square(own_z), 0.25, axis=-1)
+    return np.clip(quartile / CHANCE_Z2_QUARTILE, 1.0, MAX_OVERDISPERSION)
+
+
 def _record_findings(found: dict, raters, column: int, z: float, unit: str, n_models: int) -> None:
     """Record why each of ``raters`` is held out, unless an earlier unit already did: ``column`` of the
     excess table, which tells the model and whether alone, over those above or over its neighbours."""
@@ -220,9 +247,11 @@ def _crowd_findings(
     label: str,
     companions: np.ndarray | None = None,
     peels: int = DEFAULT_PEELS,
+    dispersed: bool = False,
 ) -> dict[int, Finding]:
     """Sum the members' rows per unit; in each flagged unit, the members who pushed the flagged way, then
-    (up to ``peels`` times in all) the members who pushed the way the rest of the crowd is flagged."""
+    (up to ``peels`` times in all) the members who pushed the way the rest of the crowd is flagged
+    (``dispersed``: each crowd's z over its ``overdispersion``)."""
     found: dict[int, Finding] = {}
     if not len(members):
         return found
@@ -231,14 +260,18 @@ def _crowd_findings(
     variances = np.zeros_like(sums)
     np.add.at(sums, inverse, excess[members])
     np.add.at(variances, inverse, variance[members])
-    z = sums / np.sqrt(variances + 1.0)
     n_models = excess.shape[1] // 3
+    z = sums / np.sqrt(variances + 1.0)
+    if dispersed:
+        z /= np.sqrt(overdispersion(z[:, :n_models]))[:, None]
     for unit in np.flatnonzero(np.abs(z).max(axis=1) > z_threshold):
         inside = members[inverse == unit]
         for _ in range(peels):
             # Peel: hold out who pushed the worst model the worst way, then look at the rest of the
             # crowd again, since a crowd may push several rivals and each member only some of them.
             unit_z = crowd_z(excess, variance, inside)
+            if dispersed:
+                unit_z /= np.sqrt(overdispersion(unit_z[:n_models]))
             model = int(np.abs(unit_z).argmax())
             if abs(unit_z[model]) <= z_threshold:
                 break
@@ -264,6 +297,7 @@ def _crowd_of_networks_findings(
     variance: np.ndarray,
     z_threshold: float,
     peels: int = DEFAULT_PEELS,
+    dispersed: bool = True,
 ) -> dict[int, Finding]:
     """The ``members`` judged as one crowd, on the columns over each model's neighbours only (see the
     module docstring). Such a crowd is mostly honest, so where it is flagged the check takes networks,
@@ -283,7 +317,9 @@ def _crowd_of_networks_findings(
         if not len(inside):
             break
         unit_z = crowd_z(excess, variance, inside)
+        spread = np.sqrt(overdispersion(unit_z[2 * n_models :])) if dispersed else 1.0
         unit_z[: 2 * n_models] = 0.0  # only the columns over the neighbours
+        unit_z /= spread
         column = int(np.abs(unit_z).argmax())
         if abs(unit_z[column]) <= z_threshold:
             break
@@ -294,10 +330,12 @@ def _crowd_of_networks_findings(
         spreads = np.bincount(by_network, weights=variance[inside, column])
         hardest = np.argsort(-pushes / np.sqrt(spreads + 1.0), kind="stable")
         suspect = np.isin(keys, suspects)
-        if pushes[~suspect].sum() / np.sqrt(spreads[~suspect].sum() + 1.0) <= z_threshold:
+        if pushes[~suspect].sum() / np.sqrt(spreads[~suspect].sum() + 1.0) / spread <= z_threshold:
             hardest = hardest[suspect[hardest]]
-        rest_z = (pushes.sum() - np.cumsum(pushes[hardest])) / np.sqrt(
-            spreads.sum() - np.cumsum(spreads[hardest]) + 1.0
+        rest_z = (
+            (pushes.sum() - np.cumsum(pushes[hardest]))
+            / np.sqrt(spreads.sum() - np.cumsum(spreads[hardest]) + 1.0)
+            / spread
         )
         unremarkable = rest_z <= NETWORKS_REST_Z
         taken = hardest[: int(np.argmax(unremarkable)) + 1] if unremarkable.any() else hardest
@@ -322,9 +360,11 @@ def raters_judge(
     peels: int = DEFAULT_PEELS,
     neighbours: int = DEFAULT_NEIGHBOURS,
     crowd_of_networks: bool = True,
+    overdispersed: bool = True,
 ) -> dict[int, Finding]:
     """One pass of the detector against a given fit: the raters to hold out, each with its reason
-    (``crowd_of_networks``: judge every rater behind a shared network in one crowd too)."""
+    (``crowd_of_networks``: judge every rater behind a shared network in one crowd too;
+    ``overdispersed``: judge crowds behind networks against their own spread over the models)."""
     excess, variance = excess_table(log, theta, log_nu, n_raters, neighbours)
     votes = np.bincount(log.rater, minlength=n_raters)
     active = votes > 0
@@ -335,7 +375,14 @@ def raters_judge(
     small = np.flatnonzero(active)
     if network is not None:
         for rater, finding in _crowd_findings(
-            np.asarray(network), small, excess, variance, z_threshold, "network", peels=peels
+            np.asarray(network),
+            small,
+            excess,
+            variance,
+            z_threshold,
+            "network",
+            peels=peels,
+            dispersed=overdispersed,
         ).items():
             found.setdefault(rater, finding)
     if arrival is not None:
@@ -362,7 +409,7 @@ def raters_judge(
         # any size, so that giving each sybil more votes does not take it out of the crowd.
         shared = ~reference_raters(network, n_raters, max_sharing=1)
         for rater, finding in _crowd_of_networks_findings(
-            small[shared[small]], np.asarray(network), excess, variance, z_threshold, peels
+            small[shared[small]], np.asarray(network), excess, variance, z_threshold, peels, overdispersed
         ).items():
             found.setdefault(rater, finding)
     return found

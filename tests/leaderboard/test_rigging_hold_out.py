@@ -112,8 +112,11 @@ def test_the_reason_staff_read_says_which_models_the_rater_moved_against():
         "their network)."
     )
     assert "ranked above it" in rigging_reason(Finding(3, 5, 6.0, "rater", over_above=True), "Llama")
-    assert rigging_reason(Finding(3, 5, 6.0, "network"), "Llama").startswith(
-        "Overall verdicts moved Llama up far"
+    network = rigging_reason(Finding(3, 5, 6.0, "network"), "Llama")
+    assert network.startswith("Overall verdicts moved Llama up far")
+    # Its z is over the network's own spread over the models, which staff should know to read it.
+    assert network.endswith(
+        "(z = 6.0, judged with the other raters from the same network, against that network's own spread)."
     )
     assert rigging_reason(Finding(3, 5, 7.1, "networks"), "Llama").endswith(
         "(z = 7.1, judged with every rater behind a shared network, their network among those that "

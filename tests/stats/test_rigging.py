@@ -2,13 +2,17 @@
 standing far more than chance is held out with its reason."""
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 from stats.rigging import (
+    CHANCE_Z2_QUARTILE,
+    MAX_OVERDISPERSION,
     MIN_REFERENCE_VOTES_PER_MODEL,
     VoteLog,
     excess_table,
     expected_scores,
     fit_reference,
+    overdispersion,
     raters_hold_out,
     raters_judge,
     reference_raters,
@@ -317,3 +321,42 @@ def test_the_crowd_of_networks_passes_shared_networks_that_all_differ_from_rater
     together = excess[1_000:].sum(axis=0) / np.sqrt(variance[1_000:].sum(axis=0) + 1)
     assert np.abs(together).max() > 10  # all shared networks together do differ
     assert not raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=4_000, network=network)
+
+
+def test_overdispersion_is_one_under_chance_and_not_moved_by_a_campaign_on_a_few_models():
+    assert np.isclose(CHANCE_Z2_QUARTILE, scipy_stats.chi2.ppf(0.25, 1), atol=1e-5)
+    chance = np.random.default_rng(16).normal(size=(200, 60))
+    # About 1 (a quartile of 60 columns runs a few percent high).
+    assert 0.95 < np.median(np.quantile(chance**2, 0.25, axis=1) / CHANCE_Z2_QUARTILE) < 1.15
+    assert 1.5 < np.median(overdispersion(1.3 * chance)) < 1.9  # z spread 1.3 times as wide: 1.69
+    campaign = chance.copy()
+    campaign[:, :3] = 20.0  # a target and its two neighbours, far beyond chance
+    assert np.median(overdispersion(campaign) / overdispersion(chance)) < 1.05
+
+
+def test_overdispersion_is_capped_so_a_crowd_cannot_buy_its_way_past_the_threshold():
+    # A crowd that votes some fixed order in all its other battles spreads its columns as wide as it
+    # likes; were that not capped, it could grow any push on its target past unseen.
+    wide = 50 * np.random.default_rng(17).normal(size=(10, 60))
+    assert (overdispersion(wide) == MAX_OVERDISPERSION).all()
+
+
+def test_a_big_honest_network_with_a_taste_of_its_own_passes():
+    # Three hundred honest raters behind one network (a campus, say) who all like the even-numbered
+    # models a little better (a quarter of a skill unit): their network's z reaches about 6 on some
+    # model, as a campaign's would, but it spreads over every model, which a campaign for one rank does
+    # not, and the check judges the network against its own spread.
+    rng = np.random.default_rng(19)  # 26 of the 28 seeds from 18 to 47 whose network is flagged without it
+    alone = honest_votes(rng, 1_000, 15)
+    rater = np.repeat(np.arange(1_000, 1_300), 20)
+    i = rng.integers(0, N_MODELS, len(rater))
+    j = (i + rng.integers(1, N_MODELS, len(rater))) % N_MODELS
+    skill = THETA + 0.25 * np.where(np.arange(N_MODELS) % 2, -1, 1)
+    taste = VoteLog(
+        rater, i, j, (rng.random(len(rater)) < 1 / (1 + np.exp(-(skill[i] - skill[j])))).astype(float)
+    )
+    network = np.r_[np.arange(1_000), np.full(300, 5_000)]
+    judged = {"theta": THETA, "log_nu": -np.inf, "n_raters": 1_300, "network": network}
+    log = joined(alone, taste)
+    assert {f.unit for f in raters_judge(log, **judged, overdispersed=False).values()} == {"network"}
+    assert not raters_judge(log, **judged)

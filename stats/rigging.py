@@ -48,18 +48,23 @@ the rest of it is unremarkable (z at most ``NETWORKS_REST_Z``, 2: as first built
 threshold held out 21% of the benchmark's patient crowd on its dearest target, against 91% at 2), and
 their members who pushed that way are held out.
 
-A crowd behind one network, and the crowd of networks, are judged against their own spread. A network
-of hundreds of honest raters (a campus, an office) may share a taste of its own: it moves every model a
-little, and enough votes make some model's z pass the threshold as a campaign's would. So each such
-crowd's z is divided by the square root of its ``overdispersion``: how much wider than chance its z spreads
-over the models, read off the 25th percentile of z squared, which a campaign for one rank (a target and
-two neighbours) does not move. It is capped at ``MAX_OVERDISPERSION`` (2), since a crowd can widen its own
-spread at will by voting a fixed order in its other battles: the cap bounds what that buys to z over 1.4
-(at a cap of 4, the benchmark's quick run had an omnipresent campaign move its target with 1,024 votes
-instead of 2,000 or more). On the benchmark's honest logs where shared networks have a taste of their own
-(sd 0.2 per model, seeds 0 to 5) it took the share of honest raters held out from up to 5.2% to at most
-0.75%. Raters alone and arrival hours are judged as before: no honest rater was held out there, and
-judging them so too held out slightly fewer attackers.
+A crowd behind one network is judged against its own spread. A network of hundreds of honest raters (a
+campus, an office) may share a taste of its own: it moves every model a little, and enough votes make
+some model's z pass the threshold as a campaign's would. So each such crowd's z is divided by the square
+root of its ``overdispersion``: how much wider than chance its z spreads over the models, read off the
+25th percentile of z squared, which a campaign for one rank (a target and two neighbours) does not move.
+It is capped at ``MAX_OVERDISPERSION`` (2), since a crowd can widen its own spread at will by voting a
+fixed order in its other battles: the cap bounds what that buys to z over 1.4 (at a cap of 4, the
+benchmark's quick run had an omnipresent campaign move its target with 1,024 votes instead of 2,000 or
+more). On the benchmark's honest logs where shared networks have a taste of their own (sd 0.2 per model,
+seeds 0 to 5), the share of honest raters held out by crowds of one network went from up to 5.1% to at
+most 0.75%. Raters alone and arrival hours are judged as before: no honest rater was held out there, and
+judging them so too held out slightly fewer attackers. Nor is the crowd of networks: it is wider than
+chance even when honest (its thousands of votes show the reference fit's own error; 1.5 times chance on
+its neighbour columns on the benchmark's second log), and dividing that out let the patient crowd through
+(that log's target 35: held out at 4,096 votes without it, unseen with it). So where all shared networks
+together have a taste of their own, that crowd may still hold honest networks out (one of those twelve
+logs: 3.8% of its honest raters).
 
 Everyone is judged against a fit of the *reference raters* only: those on a network shared by at most
 ``reference_max_sharing`` raters (3). A campaign as large as the honest log drags a fit of every vote so
@@ -297,7 +302,6 @@ def _crowd_of_networks_findings(
     variance: np.ndarray,
     z_threshold: float,
     peels: int = DEFAULT_PEELS,
-    dispersed: bool = True,
 ) -> dict[int, Finding]:
     """The ``members`` judged as one crowd, on the columns over each model's neighbours only (see the
     module docstring). Such a crowd is mostly honest, so where it is flagged the check takes networks,
@@ -317,9 +321,7 @@ def _crowd_of_networks_findings(
         if not len(inside):
             break
         unit_z = crowd_z(excess, variance, inside)
-        spread = np.sqrt(overdispersion(unit_z[2 * n_models :])) if dispersed else 1.0
         unit_z[: 2 * n_models] = 0.0  # only the columns over the neighbours
-        unit_z /= spread
         column = int(np.abs(unit_z).argmax())
         if abs(unit_z[column]) <= z_threshold:
             break
@@ -330,12 +332,10 @@ def _crowd_of_networks_findings(
         spreads = np.bincount(by_network, weights=variance[inside, column])
         hardest = np.argsort(-pushes / np.sqrt(spreads + 1.0), kind="stable")
         suspect = np.isin(keys, suspects)
-        if pushes[~suspect].sum() / np.sqrt(spreads[~suspect].sum() + 1.0) / spread <= z_threshold:
+        if pushes[~suspect].sum() / np.sqrt(spreads[~suspect].sum() + 1.0) <= z_threshold:
             hardest = hardest[suspect[hardest]]
-        rest_z = (
-            (pushes.sum() - np.cumsum(pushes[hardest]))
-            / np.sqrt(spreads.sum() - np.cumsum(spreads[hardest]) + 1.0)
-            / spread
+        rest_z = (pushes.sum() - np.cumsum(pushes[hardest])) / np.sqrt(
+            spreads.sum() - np.cumsum(spreads[hardest]) + 1.0
         )
         unremarkable = rest_z <= NETWORKS_REST_Z
         taken = hardest[: int(np.argmax(unremarkable)) + 1] if unremarkable.any() else hardest
@@ -409,7 +409,7 @@ def raters_judge(
         # any size, so that giving each sybil more votes does not take it out of the crowd.
         shared = ~reference_raters(network, n_raters, max_sharing=1)
         for rater, finding in _crowd_of_networks_findings(
-            small[shared[small]], np.asarray(network), excess, variance, z_threshold, peels, overdispersed
+            small[shared[small]], np.asarray(network), excess, variance, z_threshold, peels
         ).items():
             found.setdefault(rater, finding)
     return found

@@ -720,8 +720,9 @@ RIGGING_MEASURED = {
     "held out. Moving a model visibly (one interval width against the model above it) took at least 30 "
     "times the plain board's votes for every attack, and carrying it into the top 3 at least 10 times. The "
     "check holds out 99% of the attacking raters who cast a counted vote, and under 1% of honest raters in "
-    "every campaign. Where a large shared network has a taste of its own, up to 5% of honest raters were "
-    "held out, the weakness we are working on.",
+    "every campaign. A network's raters are judged against their own spread over the models: on honest logs "
+    "where large networks have a taste of their own, at most 0.75% of honest raters were held out (5.1% "
+    "before), except one log where all shared networks together leaned one way (3.8%).",
 }
 
 

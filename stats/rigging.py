@@ -252,11 +252,11 @@ def _crowd_findings(
     label: str,
     companions: np.ndarray | None = None,
     peels: int = DEFAULT_PEELS,
-    dispersed: bool = False,
+    overdispersed: bool = False,
 ) -> dict[int, Finding]:
     """Sum the members' rows per unit; in each flagged unit, the members who pushed the flagged way, then
     (up to ``peels`` times in all) the members who pushed the way the rest of the crowd is flagged
-    (``dispersed``: each crowd's z over its ``overdispersion``)."""
+    (``overdispersed``: each crowd's z over the square root of its ``overdispersion``)."""
     found: dict[int, Finding] = {}
     if not len(members):
         return found
@@ -267,7 +267,7 @@ def _crowd_findings(
     np.add.at(variances, inverse, variance[members])
     n_models = excess.shape[1] // 3
     z = sums / np.sqrt(variances + 1.0)
-    if dispersed:
+    if overdispersed:
         z /= np.sqrt(overdispersion(z[:, :n_models]))[:, None]
     for unit in np.flatnonzero(np.abs(z).max(axis=1) > z_threshold):
         inside = members[inverse == unit]
@@ -275,7 +275,7 @@ def _crowd_findings(
             # Peel: hold out who pushed the worst model the worst way, then look at the rest of the
             # crowd again, since a crowd may push several rivals and each member only some of them.
             unit_z = crowd_z(excess, variance, inside)
-            if dispersed:
+            if overdispersed:
                 unit_z /= np.sqrt(overdispersion(unit_z[:n_models]))
             model = int(np.abs(unit_z).argmax())
             if abs(unit_z[model]) <= z_threshold:
@@ -364,7 +364,7 @@ def raters_judge(
 ) -> dict[int, Finding]:
     """One pass of the detector against a given fit: the raters to hold out, each with its reason
     (``crowd_of_networks``: judge every rater behind a shared network in one crowd too;
-    ``overdispersed``: judge crowds behind networks against their own spread over the models)."""
+    ``overdispersed``: judge each network's crowd against its own spread over the models)."""
     excess, variance = excess_table(log, theta, log_nu, n_raters, neighbours)
     votes = np.bincount(log.rater, minlength=n_raters)
     active = votes > 0
@@ -382,7 +382,7 @@ def raters_judge(
             z_threshold,
             "network",
             peels=peels,
-            dispersed=overdispersed,
+            overdispersed=overdispersed,
         ).items():
             found.setdefault(rater, finding)
     if arrival is not None:

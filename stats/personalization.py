@@ -127,40 +127,6 @@ class _Votes:
     mean_gap: np.ndarray  # the prior mean's gap s_a - s_b, per vote
 
 
-def _rater_log_marginal(votes: _Votes, sigma: float, log_nu: float, start: np.ndarray | None):
-    """Laplace log p(votes | sigma) over the rater's own effects b (prior N(0, sigma^2)), and the mode."""
-    seen, local = np.unique(np.concatenate([votes.a, votes.b]), return_inverse=True)
-    k, n = len(seen), len(votes.a)
-    ia, ib = local[:n], local[n:]
-    b = np.zeros(k) if start is None else start.copy()
-    precision = sigma**-2
-    for _ in range(50):
-        gap = votes.mean_gap + b[ia] - b[ib]
-        _, score, information = _gap_terms(gap, votes.constant, log_nu)
-        gradient = -precision * b
-        np.add.at(gradient, ia, score)
-        np.add.at(gradient, ib, -score)
-        hessian = precision * np.eye(k)
-        np.add.at(hessian, (ia, ia), information)
-        np.add.at(hessian, (ib, ib), information)
-        np.add.at(hessian, (ia, ib), -information)
-        np.add.at(hessian, (ib, ia), -information)
-        step = np.linalg.solve(hessian, gradient)
-        b += step
-        if np.abs(step).max() < 1e-8:
-            break
-    gap = votes.mean_gap + b[ia] - b[ib]
-    log_lik, _, information = _gap_terms(gap, votes.constant, log_nu)
-    hessian = precision * np.eye(k)
-    np.add.at(hessian, (ia, ia), information)
-    np.add.at(hessian, (ib, ib), information)
-    np.add.at(hessian, (ia, ib), -information)
-    np.add.at(hessian, (ib, ia), -information)
-    _, log_det = np.linalg.slogdet(hessian)
-    value = log_lik.sum() - 0.5 * precision * b @ b - k * math.log(sigma) - 0.5 * log_det
-    return float(value), b
-
-
 _FLOOR_SD = 0.02
 
 
@@ -199,30 +165,68 @@ def _rater_chunks(n_raters: int, n_models: int):
         yield slice(start, min(start + size, n_raters))
 
 
-def _rater_posteriors(stacked: _Stacked, precision: np.ndarray, log_nu: float, start: np.ndarray):
-    """Laplace posteriors of many raters' tastes over every model, prior N(0, precision^-1) for each:
-    Newton steps on every rater's tastes together, one batched solve a step (one small solve per rater
-    in a Python loop, a hundred times in the EM, is what made the fit slow). Modes (raters, models) and
-    posterior covariances (raters, models, models)."""
+def _laplace_terms(stacked: _Stacked, precision: np.ndarray, modes: np.ndarray, log_nu: float):
+    """At the raters' tastes ``modes`` (raters, models), under the prior N(0, precision^-1) for each:
+    each vote's log-likelihood, and per rater the gradient of the log posterior and its negative Hessian
+    (raters, models, models)."""
     r, v = stacked.rater, stacked.votes
+    gap = v.mean_gap + modes[r, v.a] - modes[r, v.b]
+    log_lik, score, information = _gap_terms(gap, v.constant, log_nu)
+    gradient = -modes @ precision
+    np.add.at(gradient, (r, v.a), score)
+    np.add.at(gradient, (r, v.b), -score)
+    hessian = np.repeat(precision[None], len(modes), axis=0)
+    np.add.at(hessian, (r, v.a, v.a), information)
+    np.add.at(hessian, (r, v.b, v.b), information)
+    np.add.at(hessian, (r, v.a, v.b), -information)
+    np.add.at(hessian, (r, v.b, v.a), -information)
+    return log_lik, gradient, hessian
+
+
+def _newton_modes(
+    stacked: _Stacked,
+    precision: np.ndarray,
+    log_nu: float,
+    start: np.ndarray,
+    *,
+    steps: int,
+    tolerance: float,
+):
+    """Newton steps on every rater's tastes together, one batched solve a step (one small solve per rater
+    in a Python loop is what made the fits slow): the modes, and the negative Hessian of the last step."""
     modes = start.copy()
-    n_raters = len(modes)
-    for _ in range(30):
-        gap = v.mean_gap + modes[r, v.a] - modes[r, v.b]
-        _, score, information = _gap_terms(gap, v.constant, log_nu)
-        gradient = -modes @ precision
-        np.add.at(gradient, (r, v.a), score)
-        np.add.at(gradient, (r, v.b), -score)
-        hessian = np.repeat(precision[None], n_raters, axis=0)
-        np.add.at(hessian, (r, v.a, v.a), information)
-        np.add.at(hessian, (r, v.b, v.b), information)
-        np.add.at(hessian, (r, v.a, v.b), -information)
-        np.add.at(hessian, (r, v.b, v.a), -information)
+    for _ in range(steps):
+        _, gradient, hessian = _laplace_terms(stacked, precision, modes, log_nu)
         step = np.linalg.solve(hessian, gradient[..., None])[..., 0]
         modes += step
-        if np.abs(step).max() < 1e-6:
+        if np.abs(step).max() < tolerance:
             break
+    return modes, hessian
+
+
+def _rater_posteriors(stacked: _Stacked, precision: np.ndarray, log_nu: float, start: np.ndarray):
+    """Laplace posteriors of many raters' tastes over every model, prior N(0, precision^-1) for each:
+    modes (raters, models) and posterior covariances (raters, models, models)."""
+    modes, hessian = _newton_modes(stacked, precision, log_nu, start, steps=30, tolerance=1e-6)
     return modes, np.linalg.inv(hessian)
+
+
+def _raters_log_marginal(stacked: _Stacked, sigma: float, log_nu: float, start: np.ndarray):
+    """Laplace log p(votes | sigma) summed over the raters of ``stacked``, each over its own effects on
+    every model (prior N(0, sigma^2) on each), and the modes. A model a rater never met adds nothing: its
+    prior's normalising term and its share of the Hessian's determinant cancel."""
+    n_models = start.shape[1]
+    precision = sigma**-2 * np.eye(n_models)
+    modes, _ = _newton_modes(stacked, precision, log_nu, start, steps=50, tolerance=1e-8)
+    log_lik, _, hessian = _laplace_terms(stacked, precision, modes, log_nu)
+    _, log_det = np.linalg.slogdet(hessian)
+    value = (
+        log_lik.sum()
+        - 0.5 * sigma**-2 * np.square(modes).sum()
+        - modes.size * math.log(sigma)
+        - 0.5 * log_det.sum()
+    )
+    return float(value), modes
 
 
 def _subset(votes: _Votes, keep: np.ndarray | slice) -> _Votes:
@@ -511,12 +515,15 @@ class Population:
 
     def _estimate_sigma(self, raters: list[_Votes], grid: Sequence[float]) -> tuple[float, dict]:
         search: dict[float, float] = {}
-        modes: list[np.ndarray | None] = [None] * len(raters)
+        stacked = _Stacked.of(raters)
+        modes = np.zeros((len(raters), len(self.models)))
         # From narrow to wide, each rater's mode warm-starts the next sigma.
         for sigma in sorted(float(s) for s in grid):
             total = 0.0
-            for k, votes in enumerate(raters):
-                value, modes[k] = _rater_log_marginal(votes, sigma, self.group_fit.log_nu, modes[k])
+            for rows in _rater_chunks(len(raters), len(self.models)):
+                value, modes[rows] = _raters_log_marginal(
+                    stacked.chunk(rows), sigma, self.group_fit.log_nu, modes[rows]
+                )
                 total += value
             search[sigma] = total
         return max(search, key=search.get), search

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from stats.personalization import Person, Population, davidson
+from stats.personalization import Person, Population, _raters_log_marginal, _Stacked, _Votes, davidson
 
 MODELS = [f"m{k}" for k in range(6)]
 
@@ -72,6 +72,31 @@ def test_it_estimates_how_much_individuals_vary_beyond_their_groups():
     assert varied.sigma >= 0.6
     assert varied.n_raters_for_sigma == 150
     assert max(varied.sigma_search, key=varied.sigma_search.get) == varied.sigma
+
+
+def test_the_raters_marginal_over_every_model_is_the_one_over_the_models_they_met():
+    """Every rater is solved over every model at once; a model a rater never met must add nothing, so
+    the batched marginal equals the per-rater one over only the models met (as it was computed before)."""
+    met = _Votes(
+        a=np.array([0, 1, 0]),
+        b=np.array([1, 2, 2]),
+        constant=np.array([0.5, -0.5, 0.0]),
+        mean_gap=np.array([0.2, -0.1, 0.4]),
+    )
+    models_of_six = np.array([0, 3, 5])  # the same votes, the models numbered among six
+    spread = _Votes(
+        a=models_of_six[met.a], b=models_of_six[met.b], constant=met.constant, mean_gap=met.mean_gap
+    )
+    for sigma in (0.05, 0.5, 2.0):
+        alone, _ = _raters_log_marginal(_Stacked.of([met]), sigma, math.log(0.3), np.zeros((1, 3)))
+        among_six, modes = _raters_log_marginal(_Stacked.of([spread]), sigma, math.log(0.3), np.zeros((1, 6)))
+        assert among_six == pytest.approx(alone, abs=1e-9)
+        assert modes[0, [1, 2, 4]] == pytest.approx(0.0)
+    # Two raters solved together: the sum of each solved alone.
+    both, _ = _raters_log_marginal(_Stacked.of([met, met]), 0.5, math.log(0.3), np.zeros((2, 3)))
+    assert both == pytest.approx(
+        2 * _raters_log_marginal(_Stacked.of([met]), 0.5, math.log(0.3), np.zeros((1, 3)))[0]
+    )
 
 
 def test_it_chooses_a_close_uncertain_pair_over_a_foregone_one(population):

@@ -51,8 +51,9 @@ above it on that board (point estimates, before the campaign),
 so a rival pushed down counts as much as the target pushed up. The votes needed are the fewest ``v`` with
 ``lift(v) >= amount``, where ``amount`` is that board's own typical 95% interval width (the median over its
 models of 2 x 1.96 standard errors before the campaign): a move the board's readers can see. The search
-doubles from 16 votes then bisects to 2%, up to 200,000 votes on the plain board and 30 times the plain
-cost on Populus (past it, the cap is reported as a lower bound). Targets: the models at positions
+(``_votes_needed``) steps up from 16 votes by a quarter at a time, then bisects to 2%, up to 200,000
+votes on the plain board and 30 times the plain cost on Populus (past it, the cap is reported as a lower
+bound). Targets: the models at positions
 31 + ``MOVE_TARGET_OFFSETS`` of the plain board (27, 31 and 35 of 60), each attacked by a stream of its own
 seed, the omnipresent rivals being its three nearest above. Per attack: the medians over targets of the
 votes on each board, and of the paired ratio Populus / plain for each target; ``min_movement_cost_ratio``
@@ -426,6 +427,7 @@ EARLIER_DETECTOR = {
     "peels": 1,
     "crowd_of_networks": False,
     "overdispersed": False,
+    "pushing_networks": False,
 }
 
 
@@ -576,14 +578,24 @@ def one_rank_honest_noise(
     return rows
 
 
+# Each step of the search for the votes a campaign needs tries this many times the votes of the last.
+SEARCH_STEP = 1.25
+
+
 def _votes_needed(reaches, limit: int) -> int | None:
-    """Fewest votes for which ``reaches(votes)`` holds, by doubling then bisection; None if not even at
-    ``limit`` itself (the last step is the limit, so a None is a lower bound checked at the limit)."""
+    """Fewest votes for which ``reaches(votes)`` holds: up from 16 votes in steps of ``SEARCH_STEP`` to the
+    first that reaches, then bisection to 2% within that step; None if not even at ``limit`` itself (the
+    last step is the limit, so a None is a lower bound checked at the limit).
+
+    Steps, not doublings, because the check makes reaching come and go: a patient crowd may lift its
+    target at 3,072 votes and be held out at 4,096, before it reaches again with many more (the default
+    log's second seed, target 35). A doubling that tried 2,048 then 4,096 votes missed that and reported
+    the campaign as out of reach. A window narrower than one step can still be missed."""
     low, high = 0, min(16, limit)
     while not reaches(high):
         if high >= limit:
             return None
-        low, high = high, min(high * 2, limit)
+        low, high = high, min(int(high * SEARCH_STEP), limit)
     while high - low > max(1, high // 50):
         middle = (low + high) // 2
         if reaches(middle):

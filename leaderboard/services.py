@@ -799,6 +799,10 @@ RIGGING_UNITS = {
     "networks": (
         "judged with every rater behind a shared network, their network among those that pushed hardest"
     ),
+    "pushing": (
+        "judged with every rater behind a shared network, their network one of unusually many that each "
+        "pushed it the same way; the z is of how many did"
+    ),
 }
 
 

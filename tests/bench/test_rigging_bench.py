@@ -150,9 +150,18 @@ def test_votes_to_move_finds_a_known_shift_whether_the_target_rises_or_its_rival
     assert 98 <= votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=10_000) <= 102
     assert 49 <= votes_to_move(rival_falls, target=2, above=1, amount=0.1, limit=10_000) <= 51
     assert votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=50) is None
-    # A limit between two doublings (64 and 128 votes) is itself tried: "not within the limit" holds at it.
-    assert 98 <= votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=120) <= 102
+    # A limit between two steps (90 and 112 votes) is itself tried: "not within the limit" holds at it.
+    assert 98 <= votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=105) <= 102
     assert votes_to_move(target_rises, target=2, above=1, amount=0.1, limit=99) is None
+
+
+def test_the_search_finds_a_campaign_that_reaches_before_the_check_holds_it_out():
+    # As a patient crowd did: the target lifted at 3,072 votes, the crowd held out at 4,096, the target
+    # lifted again only with far more. A search by doublings (2,048, then 4,096) reported 20,000 or more.
+    def reaches(votes):
+        return 3_000 <= votes < 3_900 or votes >= 20_000
+
+    assert 3_000 <= rigging._votes_needed(reaches, 100_000) <= 3_060
 
 
 def test_a_campaign_as_large_as_the_honest_log_holds_out_no_honest_rater_and_most_attackers():

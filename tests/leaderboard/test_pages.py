@@ -144,6 +144,7 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
     defences = text_of(re.search(r'data-testid="defences".*?</ul>', html, re.S).group(0))
     assert "Held out now: 1 " in defences
     assert "judged against their own spread over the models" in defences
+    assert "far more networks pushing one model than chance gives stand out" in defences
     assert f"Study {study.name}: open to anyone; at most 7 new raters per network per hour" in defences
     assert "form honeypot off" in defences and "after 5 wrong passwords" in defences
     assert "A published rank rises only past models that overlap it by 25% of" in defences

@@ -122,3 +122,9 @@ def test_the_reason_staff_read_says_which_models_the_rater_moved_against():
         "(z = 7.1, judged with every rater behind a shared network, their network among those that "
         "pushed hardest)."
     )
+    pushing = rigging_reason(Finding(3, 5, -8.4, "pushing", over_neighbours=True), "Llama")
+    assert pushing.startswith("Overall verdicts moved Llama down against the two models ranked just above")
+    assert pushing.endswith(
+        "(z = -8.4, judged with every rater behind a shared network, their network one of unusually many "
+        "that each pushed it the same way; the z is of how many did)."
+    )

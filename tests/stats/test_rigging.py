@@ -328,17 +328,20 @@ def test_overdispersion_is_one_under_chance_and_not_moved_by_a_campaign_on_a_few
     chance = np.random.default_rng(16).normal(size=(200, 60))
     # About 1 (a quartile of 60 columns runs a few percent high).
     assert 0.95 < np.median(np.quantile(chance**2, 0.25, axis=1) / CHANCE_Z2_QUARTILE) < 1.15
-    assert 1.5 < np.median(overdispersion(1.3 * chance)) < 1.9  # z spread 1.3 times as wide: 1.69
+    # z spread 1.3 times as wide: 1.69.
+    assert 1.5 < np.median(overdispersion(1.3 * chance, votes=10_000)) < 1.9
     campaign = chance.copy()
     campaign[:, :3] = 20.0  # a target and its two neighbours, far beyond chance
-    assert np.median(overdispersion(campaign) / overdispersion(chance)) < 1.05
+    assert np.median(overdispersion(campaign, votes=10_000) / overdispersion(chance, votes=10_000)) < 1.05
 
 
 def test_overdispersion_is_capped_so_a_crowd_cannot_buy_its_way_past_the_threshold():
     # A crowd that votes some fixed order in all its other battles spreads its columns as wide as it
     # likes; were that not capped, it could grow any push on its target past unseen.
     wide = 50 * np.random.default_rng(17).normal(size=(10, 60))
-    assert (overdispersion(wide) == MAX_OVERDISPERSION).all()
+    assert (overdispersion(wide, votes=10_000) == MAX_OVERDISPERSION).all()
+    # Under ten votes a model its spread is mostly noise, and is not read at all.
+    assert (overdispersion(wide, votes=599) == 1.0).all()
 
 
 def test_a_big_honest_network_with_a_taste_of_its_own_passes():
@@ -360,3 +363,52 @@ def test_a_big_honest_network_with_a_taste_of_its_own_passes():
     log = joined(alone, taste)
     assert {f.unit for f in raters_judge(log, **judged, overdispersed=False).values()} == {"network"}
     assert not raters_judge(log, **judged)
+
+
+def test_the_crowd_of_networks_weighs_each_network_by_its_own_spread():
+    # Four big honest networks (250 raters each, offices say), each with a small taste of its own (sd 0.1
+    # of a skill unit per model): none is held out alone, judged against its own spread, but together
+    # their tastes lean on some model and its neighbours as a campaign's would. Each network's votes weigh
+    # in the crowd's variance as widely as that network spreads, so that lean is not taken for one.
+    rng = np.random.default_rng(14)  # of seeds 0-59, the crowd took honest networks on 4 without it, 1 with
+    alone = honest_votes(rng, 1_000, 15)
+    rater = np.repeat(np.arange(1_000, 2_000), 20)
+    network_of = (rater - 1_000) // 250
+    taste = rng.normal(0.0, 0.1, (4, N_MODELS))
+    i = rng.integers(0, N_MODELS, len(rater))
+    j = (i + rng.integers(1, N_MODELS, len(rater))) % N_MODELS
+    gap = THETA[i] - THETA[j] + taste[network_of, i] - taste[network_of, j]
+    offices = VoteLog(rater, i, j, (rng.random(len(rater)) < 1 / (1 + np.exp(-gap))).astype(float))
+    network = np.r_[np.arange(1_000), 5_000 + np.arange(1_000) // 250]
+    judged = {"theta": THETA, "log_nu": -np.inf, "n_raters": 2_000, "network": network}
+    log = joined(alone, offices)
+    assert {f.unit for f in raters_judge(log, **judged, overdispersed=False).values()} == {"networks"}
+    assert not raters_judge(log, **judged)
+
+
+def test_it_counts_the_networks_that_each_push_a_model_a_little_where_their_sum_drowns():
+    # The patient crowd of fifty networks, among 3,000 honest raters behind 300 shared networks: summed
+    # with all of them its push is lost in their noise, but far more of its networks than chance would
+    # give each push the target over its neighbours past z = 2.
+    rng = np.random.default_rng(21)  # of seeds 20-29, flagged on 3, none by the sum
+    target = N_MODELS - 2
+    alone = honest_votes(rng, 1_000, 15)
+    shared = honest_votes(rng, 3_000, 10, first_rater=1_000)
+    rater = np.repeat(np.arange(4_000, 4_500), 2)
+    cover = honest_votes(rng, 500, 2, first_rater=4_000)
+    rigged = rng.random(len(rater)) < 0.2
+    opponents = rng.choice([target - 1, target - 2], len(rater))
+    sybils = VoteLog(
+        rater,
+        np.where(rigged, target, cover.i),
+        np.where(rigged, opponents, cover.j),
+        np.where(rigged, 1.0, cover.score),
+    )
+    network = np.r_[np.arange(1_000), 5_000 + rng.integers(0, 300, 3_000), 9_000 + np.arange(500) % 50]
+    log = joined(alone, shared, sybils)
+    judged = {"theta": THETA, "log_nu": -np.inf, "n_raters": 4_500, "network": network}
+    assert not raters_judge(log, **judged, pushing_networks=False)
+    found = raters_judge(log, **judged)
+    assert {(f.unit, f.model, f.over_neighbours) for f in found.values()} == {("pushing", target, True)}
+    assert np.isin(np.unique(rater[rigged]), list(found)).mean() > 0.2
+    assert sum(rater < 4_000 for rater in found) <= 0.01 * 3_000

@@ -463,7 +463,8 @@ def raters_judge(
     """One pass of the detector against a given fit: the raters to hold out, each with its reason
     (``crowd_of_networks``: judge every rater behind a shared network in one crowd too;
     ``overdispersed``: judge each network's crowd against its own spread over the models, and weigh
-    each network in the crowd of networks by it)."""
+    each network in the crowd of networks by it; ``pushing_networks``: count the networks in that crowd
+    that each push one model)."""
     excess, variance = excess_table(log, theta, log_nu, n_raters, neighbours)
     votes = np.bincount(log.rater, minlength=n_raters)
     active = votes > 0

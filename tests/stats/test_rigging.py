@@ -5,9 +5,11 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from stats.rigging import (
+    CHANCE_PUSH_SHARE,
     CHANCE_Z2_QUARTILE,
     MAX_OVERDISPERSION,
     MIN_REFERENCE_VOTES_PER_MODEL,
+    NETWORK_PUSH_Z,
     VoteLog,
     excess_table,
     expected_scores,
@@ -325,6 +327,7 @@ def test_the_crowd_of_networks_passes_shared_networks_that_all_differ_from_rater
 
 def test_overdispersion_is_one_under_chance_and_not_moved_by_a_campaign_on_a_few_models():
     assert np.isclose(CHANCE_Z2_QUARTILE, scipy_stats.chi2.ppf(0.25, 1), atol=1e-5)
+    assert np.isclose(CHANCE_PUSH_SHARE, scipy_stats.norm.sf(NETWORK_PUSH_Z), atol=1e-5)
     chance = np.random.default_rng(16).normal(size=(200, 60))
     # About 1 (a quartile of 60 columns runs a few percent high).
     assert 0.95 < np.median(np.quantile(chance**2, 0.25, axis=1) / CHANCE_Z2_QUARTILE) < 1.15

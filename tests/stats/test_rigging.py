@@ -36,6 +36,23 @@ def joined(*logs: VoteLog) -> VoteLog:
     return VoteLog(*(np.concatenate([getattr(log, f) for log in logs]) for f in ("rater", "i", "j", "score")))
 
 
+def patient_crowd(rng, target: int, first_rater: int) -> tuple[VoteLog, np.ndarray]:
+    """Five hundred raters of two votes each; one vote in five is for ``target`` over one of the two
+    models ranked just above it (a campaign for one rank), the rest honest. The votes, and the raters who
+    cast a rigged one."""
+    rater = np.repeat(np.arange(first_rater, first_rater + 500), 2)
+    cover = honest_votes(rng, 500, 2, first_rater=first_rater)
+    rigged = rng.random(len(rater)) < 0.2
+    opponents = rng.choice([target - 1, target - 2], len(rater))
+    votes = VoteLog(
+        rater,
+        np.where(rigged, target, cover.i),
+        np.where(rigged, opponents, cover.j),
+        np.where(rigged, 1.0, cover.score),
+    )
+    return votes, np.unique(rater[rigged])
+
+
 def true_fit(_log):
     return THETA, -np.inf
 
@@ -280,17 +297,7 @@ def test_it_judges_every_rater_behind_a_shared_network_in_one_crowd():
     # networks, one new rater per network per hour, each now and then voting the target over one of
     # the two models ranked just above it (a campaign for one rank).
     shared = honest_votes(rng, 600, 6, first_rater=1_000)
-    crowd = np.arange(1_600, 2_100)
-    rater = np.repeat(crowd, 2)
-    cover = honest_votes(rng, 500, 2, first_rater=1_600)
-    rigged = rng.random(len(rater)) < 0.2
-    opponents = rng.choice([target - 1, target - 2], len(rater))
-    sybils = VoteLog(
-        rater,
-        np.where(rigged, target, cover.i),
-        np.where(rigged, opponents, cover.j),
-        np.where(rigged, 1.0, cover.score),
-    )
+    sybils, riggers = patient_crowd(rng, target, first_rater=1_600)
     network = np.r_[np.arange(1_000), 5_000 + rng.integers(0, 40, 600), 9_000 + np.arange(500) % 50]
     arrival = np.r_[rng.uniform(0, 3600 * 100, 1_600), 3600 * 100 + 3600 * (np.arange(500) // 50)]
     log = joined(alone, shared, sybils)
@@ -300,7 +307,6 @@ def test_it_judges_every_rater_behind_a_shared_network_in_one_crowd():
     assert {f.unit for f in found.values()} == {"networks"}
     assert not raters_judge(log, **judged, crowd_of_networks=False)
     # Networks are taken until the rest of the crowd is unremarkable, not only until it is unflagged.
-    riggers = np.unique(rater[rigged])
     assert np.isin(riggers, list(found)).mean() > 0.6
     assert not any(rater < 1_600 for rater in found)
 
@@ -397,21 +403,12 @@ def test_it_counts_the_networks_that_each_push_a_model_a_little_where_their_sum_
     target = N_MODELS - 2
     alone = honest_votes(rng, 1_000, 15)
     shared = honest_votes(rng, 3_000, 10, first_rater=1_000)
-    rater = np.repeat(np.arange(4_000, 4_500), 2)
-    cover = honest_votes(rng, 500, 2, first_rater=4_000)
-    rigged = rng.random(len(rater)) < 0.2
-    opponents = rng.choice([target - 1, target - 2], len(rater))
-    sybils = VoteLog(
-        rater,
-        np.where(rigged, target, cover.i),
-        np.where(rigged, opponents, cover.j),
-        np.where(rigged, 1.0, cover.score),
-    )
+    sybils, riggers = patient_crowd(rng, target, first_rater=4_000)
     network = np.r_[np.arange(1_000), 5_000 + rng.integers(0, 300, 3_000), 9_000 + np.arange(500) % 50]
     log = joined(alone, shared, sybils)
     judged = {"theta": THETA, "log_nu": -np.inf, "n_raters": 4_500, "network": network}
     assert not raters_judge(log, **judged, pushing_networks=False)
     found = raters_judge(log, **judged)
     assert {(f.unit, f.model, f.over_neighbours) for f in found.values()} == {("pushing", target, True)}
-    assert np.isin(np.unique(rater[rigged]), list(found)).mean() > 0.2
+    assert np.isin(riggers, list(found)).mean() > 0.2
     assert sum(rater < 4_000 for rater in found) <= 0.01 * 3_000

@@ -588,9 +588,9 @@ def _votes_needed(reaches, limit: int) -> int | None:
     last step is the limit, so a None is a lower bound checked at the limit).
 
     Steps, not doublings, because the check makes reaching come and go: a patient crowd may lift its
-    target at 3,072 votes and be held out at 4,096, before it reaches again with many more (the default
-    log's second seed, target 35). A doubling that tried 2,048 then 4,096 votes missed that and reported
-    the campaign as out of reach. A window narrower than one step can still be missed."""
+    target at 3,072 votes and be held out at 4,096, before it reaches again with many more (stop 30's
+    check, the default log's second seed, target 35). A doubling that tried 2,048 then 4,096 votes missed
+    that and reported the campaign as out of reach. A window narrower than one step can still be missed."""
     low, high = 0, min(16, limit)
     while not reaches(high):
         if high >= limit:

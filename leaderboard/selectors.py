@@ -710,19 +710,20 @@ RIGGING_MEASURED = {
     "date": "2026-11-27",
     "models": 60,
     "votes": "200,000",
-    "min_cost_ratio": 10.6,
+    "min_cost_ratio": 10.5,
     "summary": "That is the worst case over two simulated logs, three mid-table models and six attacks. "
-    "Lifting a model one shown rank took 1 to 832 votes on the plain board, and here at least 10 times as "
+    "Lifting a model one shown rank took 1 to 828 votes on the plain board, and here at least 10 times as "
     "many in every case; the median over the three models was at least 30 times for every attack. The "
-    "cheapest was a few raters voting for the model whenever a 90%-accurate identifier spotted it: 2,048 "
-    "votes against 194. A patient crowd spread over 50 networks, one new rater per network per hour, which "
-    "no single network or hour shows, is judged together with every rater behind a shared network and "
-    "held out. Moving a model visibly (one interval width against the model above it) took at least 30 "
-    "times the plain board's votes for every attack, and carrying it into the top 3 at least 10 times. The "
-    "check holds out 99% of the attacking raters who cast a counted vote, and under 1% of honest raters in "
-    "every campaign. A network's raters are judged against their own spread over the models: on honest logs "
-    "where large networks have a taste of their own, at most 0.75% of honest raters were held out (5.1% "
-    "before), except one log where all shared networks together leaned one way (3.8%).",
+    "cheapest was a few raters voting for the model whenever a 90%-accurate identifier spotted it: 2,051 "
+    "votes against 196. A patient crowd spread over 50 networks, one new rater per network per hour, which "
+    "no single network or hour shows, stands out by how many networks push the same model, and is held "
+    "out: before the check counted them it lifted a model with 3.1 times the plain board's votes. "
+    "Carrying a model into the top 3 took at least 10.6 times as many (not reached within 400,000 votes). "
+    "In the one-rank campaigns the check holds out 88% to 93% of the attacking raters who cast a counted "
+    "vote and under 0.1% of honest raters; in the largest, twice the honest log, up to 1% of them. On 72 "
+    "honest logs where the raters behind shared networks differ from those alone on theirs, at most 0.75% "
+    "of honest raters were held out, except where every shared network was less careful alike (up to "
+    "2.8%).",
 }
 
 

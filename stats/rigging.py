@@ -270,6 +270,11 @@ def _units_z(units: np.ndarray, members: np.ndarray, excess: np.ndarray, varianc
     return keys, inverse, sums / np.sqrt(variances + 1.0)
 
 
+def _units_overdispersion(z: np.ndarray, inverse: np.ndarray, members: np.ndarray, votes: np.ndarray):
+    """Per unit of ``_units_z``, the ``overdispersion`` of its own-model columns, its votes its members'."""
+    return overdispersion(z[:, : z.shape[1] // 3], np.bincount(inverse, weights=votes[members]))
+
+
 def _record_findings(found: dict, raters, column: int, z: float, unit: str, n_models: int) -> None:
     """Record why each of ``raters`` is held out, unless an earlier unit already did: ``column`` of the
     excess table, which tells the model and whether alone, over those above or over its neighbours."""
@@ -307,7 +312,7 @@ def _crowd_findings(
     _, inverse, z = _units_z(units, members, excess, variance)
     n_models = excess.shape[1] // 3
     if votes is not None:
-        z /= np.sqrt(overdispersion(z[:, :n_models], np.bincount(inverse, weights=votes[members])))[:, None]
+        z /= np.sqrt(_units_overdispersion(z, inverse, members, votes))[:, None]
     for unit in np.flatnonzero(np.abs(z).max(axis=1) > z_threshold):
         inside = members[inverse == unit]
         for _ in range(peels):
@@ -338,8 +343,7 @@ def _networks_overdispersion(members, network, excess, variance, votes) -> np.nd
     """Per rater, the ``overdispersion`` of the crowd behind its network (1 for raters not ``members``)."""
     _, inverse, z = _units_z(network, members, excess, variance)
     factor = np.ones(len(excess))
-    network_votes = np.bincount(inverse, weights=votes[members])
-    factor[members] = overdispersion(z[:, : excess.shape[1] // 3], network_votes)[inverse]
+    factor[members] = _units_overdispersion(z, inverse, members, votes)[inverse]
     return factor
 
 

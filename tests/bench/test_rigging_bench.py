@@ -207,19 +207,28 @@ def test_the_campaign_judged_as_one_crowd_shows_a_large_campaign_and_not_a_few_v
     assert 0 < few < 5 < 10 < many
 
 
-def test_riggers_are_the_attackers_who_cast_a_counted_vote_of_use():
+def test_riggers_are_the_attackers_who_cast_a_counted_vote_of_use_on_the_target():
     theta = np.linspace(1, -1, 20)
     assigned = assigned_stream(
-        "target_only", target=10, rivals=np.array([9]), accuracy=1.0, theta=theta, length=3_000, seed=3
+        "target_only", target=10, rivals=np.array([9]), accuracy=0.7, theta=theta, length=3_000, seed=3
     )
+    holds_target = (assigned.log.i == 10) | (assigned.log.j == 10)
+    assert np.array_equal(assigned.on_target, holds_target)
+    # The identifier misreads some battles as holding the target: of use to the attacker, not on target.
+    assert (assigned.useful & ~holds_target).any()
     campaign = campaign_on_populus(assigned, per_rater=3, practice=1)
     votes = len(campaign.battle)
     rigged = rigging.riggers(assigned, campaign, votes)
+    misread_only = 0
     for rater in range(campaign.rater.max() + 1):
         mine = campaign.rater == rater
         counted_use = assigned.useful[campaign.battle[mine]] & ~campaign.practice[mine]
-        assert rigged[rater] == counted_use.any()
-    # Raters who sat through their practice battle and left cast nothing of use.
+        on_target = holds_target[campaign.battle[mine]]
+        assert rigged[rater] == (counted_use & on_target).any()
+        misread_only += counted_use.any() and not rigged[rater]
+    # Raters who sat through their practice battle and left, or whose only vote of use was a misread
+    # battle's, cast nothing that moves the target.
+    assert misread_only > 0
     assert 0 < rigged.sum() < len(rigged)
     assert not rigging.riggers(assigned, campaign, 0).any()
 

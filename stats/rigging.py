@@ -48,10 +48,10 @@ their sum: a common loss of care pulls each model's excess towards the middle in
 distance from the mean skill, so the model less the sum of two neighbours of about its skill moves as
 far as the model alone, and the model less their mean hardly moves (on the benchmark's honest log of
 seed 3 with every shared network 20% less careful, over the sum held out 2.8% of the honest raters, over
-the mean none). Where it is flagged, whole networks are taken, those that pushed the flagged column hardest first, until
-the rest of it is unremarkable (z at most ``NETWORKS_REST_Z``, 2: as first built, stopping at the
-threshold held out 21% of the benchmark's patient crowd on its dearest target, against 91% at 2), and
-their members who pushed that way are held out.
+the mean none). Where it is flagged, whole networks are taken, those that pushed the flagged column
+hardest first, until the rest of it is unremarkable (z at most ``NETWORKS_REST_Z``, 2: as first built,
+stopping at the threshold held out 21% of the benchmark's patient crowd on its dearest target, against
+91% at 2), and their members who pushed that way are held out.
 
 The same networks are also counted, not only summed (unit ``pushing``). Summed with every honest rater
 behind a shared network, a patient crowd's push is drowned in their noise once the honest log is large:

@@ -719,11 +719,11 @@ RIGGING_MEASURED = {
     "no single network or hour shows, stands out by how many networks push the same model, and is held "
     "out: before the check counted them it lifted a model with 3.1 times the plain board's votes. "
     "Carrying a model into the top 3 took at least 10.6 times as many (not reached within 400,000 votes). "
-    "In the one-rank campaigns the check holds out 88% to 93% of the attacking raters who cast a counted "
-    "vote and under 0.1% of honest raters; in the largest, twice the honest log, up to 1% of them. On 72 "
-    "honest logs where the raters behind shared networks differ from those alone on theirs, at most 0.75% "
-    "of honest raters were held out, except where every shared network was less careful alike (up to "
-    "2.8%).",
+    "Over every campaign the check held out 99% of the attacking raters who cast a counted vote, and at "
+    "most 1% of honest raters (in the largest campaign, twice the honest log; under 0.1% in the one-rank "
+    "ones). On 72 honest logs where the raters behind shared networks differ from those alone on theirs, "
+    "at most 1.25% of honest raters were held out: a single big network whose raters were all less "
+    "careful.",
 }
 
 

@@ -193,16 +193,13 @@ def excess_table(
     log_nu: float,
     n_raters: int,
     neighbours: int = DEFAULT_NEIGHBOURS,
-    *,
-    over_neighbours_mean: bool = False,
 ):
     """Per rater, 3 x n_models columns of summed excess and its variance: first each model's own excess,
     then each model's excess *over the models ranked above it* (its own minus theirs), which is what an
     attacker who spreads small losses over every rival moves, while no single rival moves much; then
     each model's excess over the ``neighbours`` models ranked just above it, which is what a small
     campaign for one rank moves: the target up and the one or two rivals just above it down, each too
-    little to see alone (0 ``neighbours``: that block is all zeros). That block is the model's excess
-    less the sum of its neighbours', or with ``over_neighbours_mean`` less their mean."""
+    little to see alone (0 ``neighbours``: that block is all zeros): ``over_neighbours`` of the first."""
     n_models = len(theta)
     mean, var = expected_scores(theta, log_nu, log.i, log.j)
     resid = log.score - mean
@@ -227,20 +224,30 @@ def excess_table(
     spread = np.cumsum(steps.reshape(n_raters, n_models + 1), axis=1)[:, :n_models]
     over_variance = np.empty_like(spread)
     over_variance[:, order] = spread + points.reshape(n_raters, n_models)
-    near, near_variance = _over_neighbours(
-        log, excess, variance, var, order, neighbours, mean=over_neighbours_mean
-    )
+    near, near_variance = over_neighbours(log, theta, log_nu, excess, variance, neighbours)
     return np.hstack([excess, over_above, near]), np.hstack([variance, over_variance, near_variance])
 
 
-def _over_neighbours(log, excess, variance, var, order, neighbours: int, mean: bool):
-    """Each model's excess minus the sum (or the ``mean``) of the ``neighbours`` models ranked just above
-    it, per rater, and its variance vote by vote: a vote between two models of one such set moves that
-    column by other than one residual on each side (the sum: twice or none of it), so those votes'
-    variance is corrected."""
+def over_neighbours(
+    log: VoteLog,
+    theta: np.ndarray,
+    log_nu: float,
+    excess: np.ndarray,
+    variance: np.ndarray,
+    neighbours: int = DEFAULT_NEIGHBOURS,
+    *,
+    mean: bool = False,
+):
+    """Per rater, each model's excess minus the sum (or the ``mean``) of the ``neighbours`` models ranked
+    just above it, and its variance vote by vote, from ``excess`` and ``variance``: the own-model block
+    of ``excess_table`` for the same votes. A vote between two models of one such set moves that column
+    by other than one residual on each side (the sum: twice or none of it), so those votes' variance is
+    corrected."""
     n_raters, n_models = excess.shape
     if not neighbours:
         return np.zeros_like(excess), np.zeros_like(variance)
+    _, var = expected_scores(theta, log_nu, log.i, log.j)
+    order = np.argsort(-theta, kind="stable")
     sides = np.zeros((n_models, n_models))  # sides[m, k]: how model k's excess counts in m's column
     for position, model in enumerate(order[neighbours + 1 :], start=neighbours + 1):
         # Models with no more than ``neighbours`` above them have this column in the one before.
@@ -369,38 +376,36 @@ def _networks_overdispersion(members, network, excess, variance, votes) -> np.nd
 def _crowd_of_networks_findings(
     members: np.ndarray,
     network: np.ndarray,
-    excess: np.ndarray,
-    variance: np.ndarray,
+    near: np.ndarray,
+    near_variance: np.ndarray,
     z_threshold: float,
     peels: int = DEFAULT_PEELS,
 ) -> dict[int, Finding]:
-    """The ``members`` judged as one crowd, on the columns over each model's neighbours only (see the
-    module docstring). Such a crowd is mostly honest, so where it is flagged the check takes networks,
-    not raters: those that pushed the flagged column hardest, one by one, until the rest of the crowd is
-    unremarkable (``NETWORKS_REST_Z``), and holds out their members who pushed it. Fifty networks at z 2.8
-    each are z 20 together; honest networks that push as hard are a few in a thousand. Then the rest is
-    looked at again (``peels`` times in all), as in ``_crowd_findings``, with one difference: networks
-    taken before are the suspects, and once the crowd without them is no longer flagged only they are
-    taken. Otherwise each later column, flagged by what is left of a campaign by a little, takes the
-    honest networks that happen to push it too (a benchmark campaign of 20,000 votes: 1.8% of the honest
-    raters)."""
+    """The ``members`` judged as one crowd, on each model's excess over its neighbours only (``near``, with
+    its ``near_variance``: see the module docstring). Such a crowd is mostly honest, so where it is flagged
+    the check takes networks, not raters: those that pushed the flagged column hardest, one by one, until the
+    rest of the crowd is unremarkable (``NETWORKS_REST_Z``), and holds out their members who pushed it. Fifty
+    networks at z 2.8 each are z 20 together; honest networks that push as hard are a few in a thousand. Then
+    the rest is looked at again (``peels`` times in all), as in ``_crowd_findings``, with one difference:
+    networks taken before are the suspects, and once the crowd without them is no longer flagged only they are
+    taken. Otherwise each later column, flagged by what is left of a campaign by a little, takes the honest
+    networks that happen to push it too (a benchmark campaign of 20,000 votes: 1.8% of the honest raters)."""
     found: dict[int, Finding] = {}
-    n_models = excess.shape[1] // 3
+    n_models = near.shape[1]
     inside = members
     suspects = np.zeros(0, dtype=network.dtype)
     for _ in range(peels):
         if not len(inside):
             break
-        unit_z = crowd_z(excess, variance, inside)
-        unit_z[: 2 * n_models] = 0.0  # only the columns over the neighbours
-        column = int(np.abs(unit_z).argmax())
-        if abs(unit_z[column]) <= z_threshold:
+        unit_z = crowd_z(near, near_variance, inside)
+        model = int(np.abs(unit_z).argmax())
+        if abs(unit_z[model]) <= z_threshold:
             break
-        pushing = np.sign(unit_z[column]) * excess[inside, column]
+        pushing = np.sign(unit_z[model]) * near[inside, model]
         keys, by_network = np.unique(network[inside], return_inverse=True)
         by_network = by_network.ravel()
         pushes = np.bincount(by_network, weights=pushing)
-        spreads = np.bincount(by_network, weights=variance[inside, column])
+        spreads = np.bincount(by_network, weights=near_variance[inside, model])
         hardest = np.argsort(-pushes / np.sqrt(spreads + 1.0), kind="stable")
         suspect = np.isin(keys, suspects)
         if pushes[~suspect].sum() / np.sqrt(spreads[~suspect].sum() + 1.0) <= z_threshold:
@@ -412,7 +417,8 @@ def _crowd_of_networks_findings(
         taken = hardest[: int(np.argmax(unremarkable)) + 1] if unremarkable.any() else hardest
         suspects = np.union1d(suspects, keys[taken])
         pushed = inside[np.isin(by_network, taken) & (pushing > 0)]
-        _record_findings(found, pushed, column, float(unit_z[column]), "networks", n_models)
+        column = 2 * n_models + model  # the excess table's column over the neighbours
+        _record_findings(found, pushed, column, float(unit_z[model]), "networks", n_models)
         inside = np.setdiff1d(inside, pushed)
     return found
 
@@ -537,8 +543,9 @@ def raters_judge(
         # Read over the mean of each model's neighbours, not their sum: a loss of care common to every
         # shared network moves a model's column over the sum in proportion to its distance from the
         # mean skill, and over the mean hardly at all (see the module docstring).
-        crowd_excess, crowd_variance = excess_table(
-            log.subset(shared[log.rater]), theta, log_nu, n_raters, neighbours, over_neighbours_mean=True
+        n_models = len(theta)
+        near, near_variance = over_neighbours(
+            log, theta, log_nu, excess[:, :n_models], variance[:, :n_models], neighbours, mean=True
         )
         weight = np.ones(n_raters)
         if overdispersed:
@@ -547,7 +554,7 @@ def raters_judge(
             # its neighbours together as a campaign does.
             weight = _networks_overdispersion(members, np.asarray(network), excess, variance, votes)
         for rater, finding in _crowd_of_networks_findings(
-            members, np.asarray(network), crowd_excess, crowd_variance * weight[:, None], z_threshold, peels
+            members, np.asarray(network), near, near_variance * weight[:, None], z_threshold, peels
         ).items():
             found.setdefault(rater, finding)
         if pushing_networks:

@@ -11,9 +11,11 @@ from stats.rigging import (
     MIN_REFERENCE_VOTES_PER_MODEL,
     NETWORK_PUSH_Z,
     VoteLog,
+    crowd_z,
     excess_table,
     expected_scores,
     fit_reference,
+    over_neighbours,
     overdispersion,
     raters_hold_out,
     raters_judge,
@@ -147,15 +149,15 @@ def test_it_spares_honest_newcomers_who_arrive_alone_in_a_flagged_hour():
     assert set(found) == set(crowd)
 
 
-def assert_block_sums_vote_by_vote(block: int, side_of, **table_options) -> tuple:
-    """Each model's column in ``block`` of the excess table (made with ``table_options``) is, rater by
+def assert_block_sums_vote_by_vote(block: int, side_of, table=excess_table) -> tuple:
+    """Each model's column in ``block`` of the ``table`` (the excess table unless given) is, rater by
     rater, the sum over their votes of (side[i] - side[j]) times the residual, and its variance that of
     (side[i] - side[j])^2 times each vote's; ``side_of(m, theta)`` gives that column's side of every
     model. Returns the log and theta."""
     rng = np.random.default_rng(7)
     log = honest_votes(rng, 5, 30)
     theta = rng.normal(0, 1, N_MODELS)
-    excess, variance = excess_table(log, theta, np.log(0.3), 5, **table_options)
+    excess, variance = table(log, theta, np.log(0.3), 5)
     mean, var = expected_scores(theta, np.log(0.3), log.i, log.j)
     for m in range(N_MODELS):
         side = side_of(m, theta)
@@ -208,8 +210,15 @@ def test_it_sums_each_models_excess_over_its_two_neighbours_above_vote_by_vote()
     assert not excess[:, 2 * N_MODELS :].any() and not variance[:, 2 * N_MODELS :].any()
 
 
+def over_the_mean_of_neighbours(log, theta, log_nu, n_raters):
+    """Each model's excess over the mean of its two neighbours above, from the excess table's own block."""
+    excess, variance = excess_table(log, theta, log_nu, n_raters)
+    own = slice(0, N_MODELS)
+    return over_neighbours(log, theta, log_nu, excess[:, own], variance[:, own], mean=True)
+
+
 def test_over_the_mean_of_its_neighbours_each_counts_half_vote_by_vote():
-    assert_block_sums_vote_by_vote(2, over_two_neighbours(-0.5), over_neighbours_mean=True)
+    assert_block_sums_vote_by_vote(0, over_two_neighbours(-0.5), table=over_the_mean_of_neighbours)
 
 
 def test_it_catches_a_small_campaign_for_one_rank_that_no_single_model_shows():
@@ -338,13 +347,13 @@ def test_the_crowd_of_networks_passes_shared_networks_that_all_differ_from_rater
     network = np.r_[np.arange(1_000), 5_000 + np.arange(3_000) % 250]
     log = joined(alone, shared)
 
-    def together(**table_options):
-        excess, variance = excess_table(log, THETA, -np.inf, 4_000, **table_options)
-        return excess[1_000:].sum(axis=0) / np.sqrt(variance[1_000:].sum(axis=0) + 1)
+    def together(excess, variance):
+        return crowd_z(excess, variance, np.arange(1_000, 4_000))
 
-    assert np.abs(together()).max() > 10  # all shared networks together do differ
-    assert np.abs(together()[2 * N_MODELS :]).max() > 6  # over the sum of the neighbours too
-    assert np.abs(together(over_neighbours_mean=True)[2 * N_MODELS :]).max() < 4
+    assert np.abs(together(*excess_table(log, THETA, -np.inf, 4_000))).max() > 10  # they do differ
+    over_sum = together(*excess_table(log, THETA, -np.inf, 4_000))[2 * N_MODELS :]
+    assert np.abs(over_sum).max() > 6  # over the sum of the neighbours too
+    assert np.abs(together(*over_the_mean_of_neighbours(log, THETA, -np.inf, 4_000))).max() < 4
     assert not raters_judge(log, theta=THETA, log_nu=-np.inf, n_raters=4_000, network=network)
 
 

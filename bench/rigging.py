@@ -433,6 +433,7 @@ EARLIER_DETECTOR = {
     "crowd_of_networks": False,
     "overdispersed": False,
     "pushing_networks": False,
+    "careless_networks": False,
 }
 
 

@@ -67,6 +67,19 @@ benchmark's largest campaign (400,000 votes) counting them all held out 75 hones
 rest 39. On the benchmark's 72 honest logs (seeds 0 to 17, each kind of
 difference between shared networks and none), its z was at most 1.25 where the threshold is 5.
 
+A big network is first read for its own care. Hundreds of honest raters behind one network (a class
+rating for credit, say) may tell models apart less surely than the reference raters, or more: their
+votes follow skills ``k * theta`` with ``k`` other than 1. That moves each model's excess with how fast
+its expected scores move as skill differences widen (``care_slopes``), the top models down and the
+bottom ones up, and each model's excess over the models above it far more: on the benchmark's honest log
+of seed 5 with every shared network 20% less careful, one network of 280 raters was z 5.6 there and 250
+of them were held out (1.25% of the honest raters). So for each network of at least
+``MIN_SPREAD_VOTES_PER_MODEL`` votes a model, its residuals are regressed on their care slopes and the
+fitted part is taken out of its members' columns before it is judged. A campaign reads as care in part
+(one against every model above its target, as ``k - 1`` of about -3), so no more than ``MAX_CARE`` (0.5)
+is taken out. On the benchmark's 72 honest logs (seeds 0 to 17, each kind of difference and none), the
+most held out went from 1.25% to 0.05%.
+
 A crowd behind one network is judged against its own spread. A network of hundreds of honest raters (a
 campus, an office) may share a taste of its own: it moves every model a little, and enough votes make
 some model's z pass the threshold as a campaign's would. So each such crowd's z is divided by the square
@@ -129,6 +142,10 @@ CHANCE_PUSH_SHARE = 0.02275  # the normal tail past 2, scipy.stats.norm.sf(2)
 CHANCE_Z2_QUARTILE = 0.10153
 MAX_OVERDISPERSION = 2.0
 MIN_SPREAD_VOTES_PER_MODEL = 10
+# The most a network's care is taken to differ from the reference raters' (k - 1; skills k * theta): half
+# as careful or half as careful again. An omnipresent campaign against every model above its target
+# reads as k - 1 of about -3, and beyond this it stays in the network's columns (see the module docstring).
+MAX_CARE = 0.5
 
 
 @dataclass
@@ -193,16 +210,19 @@ def excess_table(
     log_nu: float,
     n_raters: int,
     neighbours: int = DEFAULT_NEIGHBOURS,
+    *,
+    residuals: np.ndarray | None = None,
 ):
     """Per rater, 3 x n_models columns of summed excess and its variance: first each model's own excess,
     then each model's excess *over the models ranked above it* (its own minus theirs), which is what an
     attacker who spreads small losses over every rival moves, while no single rival moves much; then
     each model's excess over the ``neighbours`` models ranked just above it, which is what a small
     campaign for one rank moves: the target up and the one or two rivals just above it down, each too
-    little to see alone (0 ``neighbours``: that block is all zeros): ``over_neighbours`` of the first."""
+    little to see alone (0 ``neighbours``: that block is all zeros): ``over_neighbours`` of the first.
+    Given ``residuals`` per vote, they are summed in place of each vote's score less its expected one."""
     n_models = len(theta)
     mean, var = expected_scores(theta, log_nu, log.i, log.j)
-    resid = log.score - mean
+    resid = log.score - mean if residuals is None else residuals
     cells = n_raters * n_models
     cell_i, cell_j = log.rater * n_models + log.i, log.rater * n_models + log.j
     excess = (_summed(cell_i, resid, cells) - _summed(cell_j, resid, cells)).reshape(n_raters, n_models)
@@ -264,6 +284,57 @@ def over_neighbours(
     cell = log.rater[vote] * n_models + model
     correction = _summed(cell, 2 * both[model, nonzero] * var[vote], excess.size)
     return near, near_variance - correction.reshape(n_raters, n_models)
+
+
+def care_slopes(theta: np.ndarray, log_nu: float, log: VoteLog) -> np.ndarray:
+    """Per vote, how fast model i's expected score moves as every skill difference widens (its derivative
+    in k at k = 1, skills k * theta): raters more careful than the fit's (k > 1) leave this in their
+    residuals times k - 1, less careful ones (k < 1) the same with the sign turned."""
+    step = 1e-4
+    wider, _ = expected_scores(theta * (1 + step), log_nu, log.i, log.j)
+    narrower, _ = expected_scores(theta * (1 - step), log_nu, log.i, log.j)
+    return (wider - narrower) / (2 * step)
+
+
+def _networks_care_taken_out(
+    log: VoteLog,
+    theta: np.ndarray,
+    log_nu: float,
+    network: np.ndarray,
+    members: np.ndarray,
+    excess: np.ndarray,
+    votes: np.ndarray,
+    neighbours: int,
+) -> np.ndarray:
+    """``excess`` with each network's own care taken out of its members' rows, for networks of at least
+    ``MIN_SPREAD_VOTES_PER_MODEL`` votes a model (see the module docstring): their votes' residuals are
+    regressed on their ``care_slopes`` (least squares, each vote weighed by its variance's inverse, the
+    slope at most ``MAX_CARE`` either way), and the fitted part summed into the table's columns is
+    subtracted. The variance is left as it was: one
+    degree of freedom in hundreds of votes, which only lowers z a little."""
+    n_raters, n_models = excess.shape[0], len(theta)
+    keys, inverse = np.unique(network[members], return_inverse=True)
+    inverse = inverse.ravel()
+    measured = np.bincount(inverse, weights=votes[members]) >= MIN_SPREAD_VOTES_PER_MODEL * n_models
+    read = members[measured[inverse]]
+    if not len(read):
+        return excess
+    unit_of = np.full(n_raters, -1)
+    unit_of[members] = inverse
+    in_read = np.zeros(n_raters, dtype=bool)
+    in_read[read] = True
+    theirs = log.subset(in_read[log.rater])
+    mean, var = expected_scores(theta, log_nu, theirs.i, theirs.j)
+    slope = care_slopes(theta, log_nu, theirs)
+    unit = unit_of[theirs.rater]
+    weighed = slope / np.maximum(var, np.finfo(float).tiny)
+    covariance = np.bincount(unit, weights=(theirs.score - mean) * weighed, minlength=len(keys))
+    spread = np.bincount(unit, weights=slope * weighed, minlength=len(keys))
+    care = np.clip(covariance / np.maximum(spread, np.finfo(float).tiny), -MAX_CARE, MAX_CARE)  # k - 1
+    slopes_summed, _ = excess_table(theirs, theta, log_nu, n_raters, neighbours, residuals=slope)
+    taken_out = excess.copy()
+    taken_out[read] -= care[unit_of[read]][:, None] * slopes_summed[read]
+    return taken_out
 
 
 def crowd_z(excess: np.ndarray, variance: np.ndarray, rows) -> np.ndarray:
@@ -490,12 +561,14 @@ def raters_judge(
     crowd_of_networks: bool = True,
     overdispersed: bool = True,
     pushing_networks: bool = True,
+    careless_networks: bool = True,
 ) -> dict[int, Finding]:
     """One pass of the detector against a given fit: the raters to hold out, each with its reason
     (``crowd_of_networks``: judge every rater behind a shared network in one crowd too;
     ``overdispersed``: judge each network's crowd against its own spread over the models, and weigh
     each network in the crowd of networks by it; ``pushing_networks``: count the networks in that crowd
-    that each push one model)."""
+    that each push one model; ``careless_networks``: take each big network's own care out of its crowd
+    before judging it)."""
     excess, variance = excess_table(log, theta, log_nu, n_raters, neighbours)
     votes = np.bincount(log.rater, minlength=n_raters)
     active = votes > 0
@@ -505,10 +578,17 @@ def raters_judge(
     # min_votes, each harmless alone, would be judged by no one.
     small = np.flatnonzero(active)
     if network is not None:
+        # A big network may be more or less careful than the reference raters as a whole: taken out
+        # first, or it moves every model with its distance from the middle as no campaign does.
+        network_excess = excess
+        if careless_networks:
+            network_excess = _networks_care_taken_out(
+                log, theta, log_nu, np.asarray(network), small, excess, votes, neighbours
+            )
         for rater, finding in _crowd_findings(
             np.asarray(network),
             small,
-            excess,
+            network_excess,
             variance,
             z_threshold,
             "network",

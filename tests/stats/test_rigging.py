@@ -11,6 +11,7 @@ from stats.rigging import (
     MIN_REFERENCE_VOTES_PER_MODEL,
     NETWORK_PUSH_Z,
     VoteLog,
+    care_slopes,
     crowd_z,
     excess_table,
     expected_scores,
@@ -398,6 +399,60 @@ def test_a_big_honest_network_with_a_taste_of_its_own_passes():
     log = joined(alone, taste)
     assert "network" in {f.unit for f in raters_judge(log, **judged, overdispersed=False).values()}
     assert not raters_judge(log, **judged)
+
+
+def test_care_slopes_are_how_the_expected_score_moves_as_skill_differences_widen():
+    log = VoteLog(np.zeros(3, dtype=int), np.array([0, 3, 11]), np.array([5, 2, 0]), np.zeros(3))
+    _, var = expected_scores(THETA, -np.inf, log.i, log.j)
+    # Bradley-Terry without ties: d/dk of p(k (theta_i - theta_j)) at k = 1 is the difference times p(1 - p).
+    assert np.allclose(care_slopes(THETA, -np.inf, log), (THETA[log.i] - THETA[log.j]) * var)
+    with_ties = care_slopes(THETA, np.log(0.3), log)
+    wider, _ = expected_scores(1.01 * THETA, np.log(0.3), log.i, log.j)
+    assert np.allclose(
+        with_ties, (wider - expected_scores(THETA, np.log(0.3), log.i, log.j)[0]) / 0.01, rtol=0.02
+    )
+
+
+def big_network_of(score_of, seed: int, raters: int) -> tuple[VoteLog, dict]:
+    """A thousand honest raters alone on their networks and ``raters`` raters of 20 votes behind one
+    network, whose votes ``score_of(rng, i, j)`` gives; the log and ``raters_judge``'s arguments."""
+    rng = np.random.default_rng(seed)
+    alone = honest_votes(rng, 1_000, 15)
+    rater = np.repeat(np.arange(1_000, 1_000 + raters), 20)
+    i = rng.integers(0, N_MODELS, len(rater))
+    j = (i + rng.integers(1, N_MODELS, len(rater))) % N_MODELS
+    network = np.r_[np.arange(1_000), np.full(raters, 5_000)]
+    judged = {"theta": THETA, "log_nu": -np.inf, "n_raters": 1_000 + raters, "network": network}
+    return joined(alone, VoteLog(rater, i, j, score_of(rng, i, j))), judged
+
+
+def test_a_big_honest_network_less_careful_than_the_rest_passes():
+    # A thousand raters behind one network who all tell models apart less surely (skill differences at
+    # 80%): every model's excess moves with its distance from the middle, which no campaign for one
+    # model does, and summed over models above it that is past the threshold for many. The check takes
+    # the network's own care out of its columns first.
+    def careless(rng, i, j):
+        return (rng.random(len(i)) < 1 / (1 + np.exp(-0.8 * (THETA[i] - THETA[j])))).astype(float)
+
+    log, judged = big_network_of(careless, seed=0, raters=1_000)
+    assert "network" in {f.unit for f in raters_judge(log, **judged, careless_networks=False).values()}
+    assert not raters_judge(log, **judged)
+
+
+def test_an_omnipresent_campaign_on_a_big_network_is_not_taken_for_care():
+    # Every model above the target loses to those below it, in a network of 150 raters: read as care,
+    # that is a network three times less careful than the rest (k - 1 about -3). Only up to MAX_CARE is
+    # taken out, and every one of its raters is still held out.
+    target = 7
+
+    def omnipresent(rng, i, j):
+        score = (rng.random(len(i)) < 1 / (1 + np.exp(-(THETA[i] - THETA[j])))).astype(float)
+        score[(i < target) & (j != target)] = 0.0
+        score[(j < target) & (i != target)] = 1.0
+        return score
+
+    log, judged = big_network_of(omnipresent, seed=0, raters=150)
+    assert len(raters_judge(log, **judged)) == 150
 
 
 def test_the_crowd_of_networks_weighs_each_network_by_its_own_spread():

@@ -310,8 +310,8 @@ def _networks_care_taken_out(
     ``MIN_SPREAD_VOTES_PER_MODEL`` votes a model (see the module docstring): their votes' residuals are
     regressed on their ``care_slopes`` (least squares, each vote weighed by its variance's inverse, the
     slope at most ``MAX_CARE`` either way), and the fitted part summed into the table's columns is
-    subtracted. The variance is left as it was: one
-    degree of freedom in hundreds of votes, which only lowers z a little."""
+    subtracted. The variance is left as it was: one degree of freedom in hundreds of votes, which only
+    lowers z a little."""
     n_raters, n_models = excess.shape[0], len(theta)
     keys, inverse = np.unique(network[members], return_inverse=True)
     inverse = inverse.ravel()

@@ -139,6 +139,9 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
     other = Study.objects.create(
         slug="panel-only", name="Panel only", tournament=study.tournament, count_only_reconciled=True
     )
+    Study.objects.create(
+        slug="one-practice", name="One practice", tournament=study.tournament, allows_open_entry=True
+    )
     Rater.objects.filter(pk=Rater.objects.first().pk).update(held_out_at=timezone.now(), held_out_reason="x")
     html = client.get("/leaderboard/methodology/").content.decode()
     defences = text_of(re.search(r'data-testid="defences".*?</ul>', html, re.S).group(0))
@@ -149,6 +152,8 @@ def test_the_methodology_page_says_which_defences_are_on_and_what_rigging_costs(
     assert "form honeypot off" in defences and "after 5 wrong passwords" in defences
     assert "A published rank rises only past models that overlap it by 25% of" in defences
     assert "first 2 battles practice, not counted" in defences
+    assert "each new rater's first battle practice, not counted" in defences  # the one-practice study
+    assert "a network that rates less carefully than the rest" in defences
     assert "a proof of effort in the browser (13 zero bits of SHA-256)" in defences
     assert "every rater counts, reconciled with the panel or not" in defences
     assert (

@@ -721,9 +721,8 @@ RIGGING_MEASURED = {
     "Carrying a model into the top 3 took at least 10.6 times as many (not reached within 400,000 votes). "
     "Over every campaign the check held out 99% of the attacking raters who cast a counted vote, and at "
     "most 1% of honest raters (in the largest campaign, twice the honest log; under 0.1% in the one-rank "
-    "ones). On 72 honest logs where the raters behind shared networks differ from those alone on theirs, "
-    "at most 1.25% of honest raters were held out: a single big network whose raters were all less "
-    "careful.",
+    "ones). On 72 honest logs where the raters behind shared networks differ from those alone on theirs "
+    "(less careful, or with tastes of their own), at most 0.05% of honest raters were held out.",
 }
 
 

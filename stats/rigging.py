@@ -144,7 +144,8 @@ MAX_OVERDISPERSION = 2.0
 MIN_SPREAD_VOTES_PER_MODEL = 10
 # The most a network's care is taken to differ from the reference raters' (k - 1; skills k * theta): half
 # as careful or half as careful again. An omnipresent campaign against every model above its target
-# reads as k - 1 of about -3, and beyond this it stays in the network's columns (see the module docstring).
+# reads as k - 1 of about -3 (skill differences turned over), and beyond the cap it stays in the network's
+# columns (see the module docstring).
 MAX_CARE = 0.5
 
 

@@ -441,8 +441,8 @@ def test_a_big_honest_network_less_careful_than_the_rest_passes():
 
 def test_an_omnipresent_campaign_on_a_big_network_is_not_taken_for_care():
     # Every model above the target loses to those below it, in a network of 150 raters: read as care,
-    # that is a network three times less careful than the rest (k - 1 about -3). Only up to MAX_CARE is
-    # taken out, and every one of its raters is still held out.
+    # that is k - 1 of about -3, skill differences not shrunk but turned over. Only up to MAX_CARE is
+    # taken out, and every one of its raters is still held out (without the cap, 6 stay on the board).
     target = 7
 
     def omnipresent(rng, i, j):
